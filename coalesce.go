@@ -1,0 +1,474 @@
+package braid
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Writer bounds. Each is a memory bound on what peers and local streams can
+// make the writer hold.
+const (
+	// maxQueuedCtrlBytes bounds queued control frames (window updates,
+	// resets, pongs). The read loop waits when it is reached, as a socket
+	// would push back, rather than buffer a flood without bound.
+	maxQueuedCtrlBytes = 256 * 1024
+	// maxQueuedPongs bounds pongs waiting to be written; pings beyond it
+	// are not answered (a ping flood can't grow the queue).
+	maxQueuedPongs = 64
+	// refThreshold is the payload size from which a data frame is handed
+	// to the writer by reference (written with writev, not copied).
+	// Smaller payloads are copied into the batch: a copy of a few KiB
+	// costs less than the wake-up a by-reference write needs.
+	refThreshold = 4 * 1024
+)
+
+// refFrame is a data frame whose payload is the caller's memory. Its stream
+// waits until it is written (or copies it, see writer.detach).
+type refFrame struct {
+	hdr     [headerSize]byte
+	payload []byte
+	owner   *Stream // nil once detached
+}
+
+// Stats counts what a session sent and received.
+type Stats struct {
+	FramesSent     uint64 // every frame sent, control frames too
+	Writes         uint64 // calls that reached the conn; one writev is one
+	BytesSent      uint64 // bytes written to the conn, headers included
+	FramesReceived uint64 // frames read from the conn
+	BytesReceived  uint64 // bytes read from the conn, headers included
+}
+
+// writerStats are updated by the writer goroutine and read by Stats.
+type writerStats struct {
+	frames, writes, bytes atomic.Uint64
+}
+
+// writer is the only code that writes to the connection. Streams and the
+// read loop queue frames; one goroutine (run, owned by the Session, started
+// by newSession and ended by close) drains everything queued into one write.
+// No timer is armed unless CoalesceDelay is set, so a lone frame is written
+// as soon as the goroutine wakes, and batches grow only while the conn is
+// busy with the previous write.
+type writer struct {
+	conn         net.Conn
+	writev       bool // conn turns net.Buffers into one writev system call
+	coalesce     bool
+	delay        time.Duration
+	maxBatch     int
+	writeTimeout time.Duration
+	stats        writerStats
+	done         chan struct{} // closed by run when it returns
+
+	mu sync.Mutex
+	// Fields below are guarded by mu.
+	ctrl      []byte        // control frames, 12 bytes each; written first
+	pongs     int           // pongs in ctrl
+	data      []byte        // copied stream frames in FIFO order
+	dataEnds  []int         // end offset of each frame in data
+	refs      []refFrame    // by-reference frames in FIFO order, after data
+	inflight  []refFrame    // refs taken by the current write
+	idle      bool          // run is parked waiting for wake
+	room      chan struct{} // closed when queue space frees up; nil if nobody waits
+	err       error         // sticky; set once, by close or a failed write
+	draining  bool          // close asked run to flush what is queued and stop
+	spareCtrl []byte        // buffers swapped with ctrl and data per batch
+	spareData []byte
+
+	wake chan struct{} // one slot: something was queued, or close
+}
+
+func newWriter(conn net.Conn, cfg *Config) *writer {
+	w := &writer{
+		conn:         conn,
+		writev:       supportsWritev(conn),
+		coalesce:     cfg.Coalesce,
+		delay:        cfg.CoalesceDelay,
+		maxBatch:     cfg.MaxBatchBytes,
+		writeTimeout: cfg.ConnectionWriteTimeout,
+		done:         make(chan struct{}),
+		wake:         make(chan struct{}, 1),
+	}
+	if !w.coalesce {
+		w.delay = 0
+	}
+	return w
+}
+
+// supportsWritev tells whether net.Buffers.WriteTo on c is one system call.
+// Elsewhere (TLS, noise, pipes) it would be one Write per buffer, so the
+// writer copies the batch into one buffer instead.
+func supportsWritev(c net.Conn) bool {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// signal wakes run if it is parked. Called with mu held.
+func (w *writer) signal() {
+	if w.idle {
+		w.idle = false
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// waitRoom returns a channel closed when queue space frees up. mu held.
+func (w *writer) waitRoom() <-chan struct{} {
+	if w.room == nil {
+		w.room = make(chan struct{})
+	}
+	return w.room
+}
+
+// queueCtrl queues a control frame ahead of all stream data. It waits while
+// the control queue is full, until cancel is closed.
+func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
+	w.mu.Lock()
+	for len(w.ctrl) >= maxQueuedCtrlBytes && w.err == nil {
+		room := w.waitRoom()
+		w.mu.Unlock()
+		select {
+		case <-room:
+		case <-cancel:
+			return os.ErrDeadlineExceeded
+		case <-w.done:
+		}
+		w.mu.Lock()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.ctrl = h.appendTo(w.ctrl)
+	w.signal()
+	w.mu.Unlock()
+	return nil
+}
+
+// queuePong queues a ping reply unless too many are queued already.
+func (w *writer) queuePong(id uint32) {
+	w.mu.Lock()
+	if w.err == nil && w.pongs < maxQueuedPongs {
+		w.pongs++
+		w.ctrl = header{typ: typePing, flags: flagACK, length: id}.appendTo(w.ctrl)
+		w.signal()
+	}
+	w.mu.Unlock()
+}
+
+// queueData queues a stream frame with its payload copied, in order with the
+// stream's other frames. It waits while the data queue holds a full batch.
+func (w *writer) queueData(h header, payload []byte, cancel <-chan struct{}) error {
+	w.mu.Lock()
+	for len(w.data) >= w.maxBatch && w.err == nil {
+		room := w.waitRoom()
+		w.mu.Unlock()
+		select {
+		case <-room:
+		case <-cancel:
+			return os.ErrDeadlineExceeded
+		case <-w.done:
+		}
+		w.mu.Lock()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.data = h.appendTo(w.data)
+	w.data = append(w.data, payload...)
+	w.dataEnds = append(w.dataEnds, len(w.data))
+	w.signal()
+	w.mu.Unlock()
+	return nil
+}
+
+// queueRef queues data frames whose payloads stay the caller's memory; the
+// stream must then call awaitRefs before it touches or returns them.
+func (w *writer) queueRef(s *Stream, frames []refFrame) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	for i := range frames {
+		frames[i].owner = s
+	}
+	w.refs = append(w.refs, frames...)
+	s.pendingRefs += len(frames)
+	w.signal()
+	return nil
+}
+
+// awaitRefs waits until the writer is done with s's by-reference frames.
+// When cancel fires first, frames not yet taken by a write are copied so the
+// caller's memory is free; the bytes are still sent (they were accepted, as
+// a socket's send buffer accepts them). Frames already in a write are
+// waited for: that write ends within the connection write timeout.
+func (w *writer) awaitRefs(s *Stream, cancel <-chan struct{}) error {
+	for {
+		w.mu.Lock()
+		if s.pendingRefs == 0 {
+			err := s.refErr
+			s.refErr = nil
+			w.mu.Unlock()
+			return err
+		}
+		w.mu.Unlock()
+		select {
+		case <-s.flushed:
+		case <-cancel:
+			w.detach(s)
+			cancel = nil
+		}
+	}
+}
+
+// detach copies the payloads of s's queued frames so that s can return.
+func (w *writer) detach(s *Stream) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.refs {
+		if f := &w.refs[i]; f.owner == s {
+			f.payload = append([]byte(nil), f.payload...)
+			f.owner = nil
+			s.pendingRefs--
+		}
+	}
+}
+
+// run is the writer goroutine.
+func (w *writer) run() {
+	defer close(w.done)
+	var (
+		ctrl, data []byte
+		ends       []int
+		bufs       net.Buffers
+		flat       []byte
+		delayTimer *time.Timer
+	)
+	for {
+		w.mu.Lock()
+		for len(w.ctrl) == 0 && len(w.data) == 0 && len(w.refs) == 0 && w.err == nil && !w.draining {
+			w.idle = true
+			w.mu.Unlock()
+			<-w.wake
+			w.mu.Lock()
+		}
+		if w.err != nil || (w.draining && len(w.ctrl) == 0 && len(w.data) == 0 && len(w.refs) == 0) {
+			w.failLocked(w.err)
+			w.mu.Unlock()
+			return
+		}
+		if w.delay > 0 && len(w.data)+len(w.ctrl) < w.maxBatch && !w.draining {
+			// Nagle-like: one timer per batch, never per frame.
+			w.mu.Unlock()
+			if delayTimer == nil {
+				delayTimer = time.NewTimer(w.delay)
+			} else {
+				delayTimer.Reset(w.delay)
+			}
+			<-delayTimer.C
+			w.mu.Lock()
+			if w.err != nil {
+				w.failLocked(w.err)
+				w.mu.Unlock()
+				return
+			}
+		}
+		// Take the batch: every control frame, every copied frame, and
+		// by-reference frames up to the batch bound (at least one).
+		ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
+		data, w.data = w.data, w.spareData[:0]
+		ends, w.dataEnds = append(ends[:0], w.dataEnds...), w.dataEnds[:0]
+		w.pongs = 0
+		size := len(ctrl) + len(data)
+		n := 0
+		for n < len(w.refs) && (n == 0 || size+headerSize+len(w.refs[n].payload) <= w.maxBatch) {
+			size += headerSize + len(w.refs[n].payload)
+			n++
+		}
+		w.inflight = append(w.inflight[:0], w.refs[:n]...)
+		m := copy(w.refs, w.refs[n:])
+		clear(w.refs[m:])
+		w.refs = w.refs[:m]
+		if w.room != nil {
+			close(w.room)
+			w.room = nil
+		}
+		w.mu.Unlock()
+
+		var err error
+		frames := uint64(len(ctrl)/headerSize + len(ends) + len(w.inflight))
+		if w.coalesce {
+			if w.writev {
+				bufs = bufs[:0]
+				if len(ctrl) > 0 {
+					bufs = append(bufs, ctrl)
+				}
+				if len(data) > 0 {
+					bufs = append(bufs, data)
+				}
+				for i := range w.inflight {
+					bufs = append(bufs, w.inflight[i].hdr[:], w.inflight[i].payload)
+				}
+				err = w.write(nil, bufs)
+			} else {
+				flat = append(append(flat[:0], ctrl...), data...)
+				for i := range w.inflight {
+					flat = append(append(flat, w.inflight[i].hdr[:]...), w.inflight[i].payload...)
+				}
+				err = w.write(flat, nil)
+			}
+		} else {
+			err = w.writeEach(ctrl, data, ends, &bufs)
+		}
+		w.stats.frames.Add(frames)
+
+		w.mu.Lock()
+		w.spareCtrl, w.spareData = ctrl[:0], data[:0]
+		for i := range w.inflight {
+			if s := w.inflight[i].owner; s != nil {
+				s.pendingRefs--
+				if err != nil && s.refErr == nil {
+					s.refErr = err
+				}
+				if s.pendingRefs == 0 {
+					select {
+					case s.flushed <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+		clear(w.inflight)
+		w.inflight = w.inflight[:0]
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+		if len(flat) > 4*w.maxBatch {
+			flat = nil // don't keep a rare huge batch's buffer
+		}
+	}
+}
+
+// writeEach writes every frame with its own Write: Config.Coalesce off.
+func (w *writer) writeEach(ctrl, data []byte, ends []int, bufs *net.Buffers) error {
+	for off := 0; off < len(ctrl); off += headerSize {
+		if err := w.write(ctrl[off:off+headerSize], nil); err != nil {
+			return err
+		}
+	}
+	start := 0
+	for _, end := range ends {
+		if err := w.write(data[start:end], nil); err != nil {
+			return err
+		}
+		start = end
+	}
+	for i := range w.inflight {
+		f := &w.inflight[i]
+		if w.writev {
+			*bufs = append((*bufs)[:0], f.hdr[:], f.payload)
+			if err := w.write(nil, *bufs); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.write(f.hdr[:], nil); err != nil {
+			return err
+		}
+		if err := w.write(f.payload, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write makes one call on the conn (Write, or writev for bufs) under the
+// connection write timeout.
+func (w *writer) write(b []byte, bufs net.Buffers) error {
+	// A conn without deadlines reports an error here; it still works, and
+	// a closed conn fails the write below, so the error is not needed.
+	_ = w.conn.SetWriteDeadline(time.Now().Add(w.writeTimeout))
+	var n int64
+	var err error
+	if bufs != nil {
+		n, err = bufs.WriteTo(w.conn)
+	} else {
+		var m int
+		m, err = w.conn.Write(b)
+		n = int64(m)
+	}
+	w.stats.writes.Add(1)
+	w.stats.bytes.Add(uint64(n))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrConnectionWriteTimeout
+	}
+	return err
+}
+
+// failLocked makes err sticky and releases every stream waiting on the
+// writer. mu held.
+func (w *writer) failLocked(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+	if w.err == nil {
+		w.err = ErrSessionClosed
+	}
+	for _, q := range [][]refFrame{w.refs, w.inflight} {
+		for i := range q {
+			if s := q[i].owner; s != nil {
+				s.pendingRefs--
+				if s.refErr == nil {
+					s.refErr = w.err
+				}
+				select {
+				case s.flushed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	w.refs, w.inflight = nil, nil
+	if w.room != nil {
+		close(w.room)
+		w.room = nil
+	}
+}
+
+// close stops the writer. With flush, run first writes what is queued,
+// within the connection write timeout; without, it stops after the current
+// write. It does not wait: the session waits on done.
+func (w *writer) close(flush bool, err error) {
+	w.mu.Lock()
+	if flush {
+		w.draining = true
+	} else if w.err == nil {
+		w.err = err
+	}
+	w.idle = false
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot returns the writer's counters.
+func (w *writer) snapshot() (frames, writes, bytes uint64) {
+	return w.stats.frames.Load(), w.stats.writes.Load(), w.stats.bytes.Load()
+}

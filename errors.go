@@ -1,0 +1,161 @@
+package braid
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Sentinel errors. Match them with errors.Is; never compare error text.
+var (
+	// ErrStreamReset matches every error caused by a stream reset: a
+	// *StreamError (local or remote reset, with its code), a go-away, and
+	// a stream cut short because its session died.
+	ErrStreamReset = errors.New("braid: stream reset")
+
+	// ErrSessionClosed is returned by calls on a session that has been
+	// closed, locally or because its connection failed. The error that
+	// ended the session is wrapped beside it where there is one.
+	ErrSessionClosed = errors.New("braid: session closed")
+
+	// ErrStreamClosed is returned by Write after CloseWrite or Close, and by
+	// Read after CloseRead or Close. It matches net.ErrClosed too, as a closed
+	// net.Conn would.
+	ErrStreamClosed = fmt.Errorf("braid: stream closed: %w", net.ErrClosed)
+
+	// ErrRemoteGoAway matches a *GoAwayError sent by the peer: the peer
+	// accepts no new streams. Existing streams keep working.
+	ErrRemoteGoAway = errors.New("braid: remote sent go-away")
+
+	// ErrLocalGoAway is returned by OpenStream after this side sent a go-away.
+	ErrLocalGoAway = errors.New("braid: go-away sent, no new streams")
+
+	// ErrStreamsExhausted is returned by OpenStream when the 32-bit stream
+	// id space of this session is used up.
+	ErrStreamsExhausted = errors.New("braid: stream ids exhausted")
+
+	// ErrKeepAliveTimeout ends a session whose peer did not answer a
+	// keep-alive ping in time.
+	ErrKeepAliveTimeout = errors.New("braid: keep-alive timeout")
+
+	// ErrConnectionWriteTimeout ends a session whose connection accepted no
+	// byte for Config.ConnectionWriteTimeout.
+	ErrConnectionWriteTimeout = errors.New("braid: connection write timeout")
+
+	// ErrProtocol matches every *ProtocolError.
+	ErrProtocol = errors.New("braid: protocol error")
+)
+
+// Go-away codes of the yamux protocol.
+const (
+	GoAwayNormal        uint32 = 0 // a clean shutdown
+	GoAwayProtocolError uint32 = 1 // the peer broke the protocol
+	GoAwayInternalError uint32 = 2 // the sender failed internally
+)
+
+// StreamError is the error of a stream that was reset. ErrorCode is the code
+// the resetting side gave (0 when none); Remote tells whether the peer reset
+// the stream. errors.Is(err, ErrStreamReset) holds for every *StreamError.
+type StreamError struct {
+	ErrorCode uint32
+	Remote    bool
+}
+
+// Error describes the reset.
+func (e *StreamError) Error() string {
+	if e.Remote {
+		return fmt.Sprintf("braid: stream reset by peer, code %d", e.ErrorCode)
+	}
+	return fmt.Sprintf("braid: stream reset, code %d", e.ErrorCode)
+}
+
+// Is reports whether target is ErrStreamReset or an equal *StreamError.
+func (e *StreamError) Is(target error) bool {
+	if target == ErrStreamReset {
+		return true
+	}
+	t, ok := target.(*StreamError)
+	return ok && *t == *e
+}
+
+// GoAwayError is the error of a session that ended with a go-away. ErrorCode
+// is one of the GoAway constants or a code the application chose; Remote
+// tells whether the peer sent it. A go-away also resets the streams still
+// open on the session, so errors.Is(err, ErrStreamReset) holds for it.
+type GoAwayError struct {
+	ErrorCode uint32
+	Remote    bool
+}
+
+// Error describes the go-away.
+func (e *GoAwayError) Error() string {
+	if e.Remote {
+		return fmt.Sprintf("braid: peer sent go-away, code %d", e.ErrorCode)
+	}
+	return fmt.Sprintf("braid: sent go-away, code %d", e.ErrorCode)
+}
+
+// Is reports whether target is ErrStreamReset, ErrSessionClosed,
+// ErrRemoteGoAway (for a remote go-away) or an equal *GoAwayError.
+func (e *GoAwayError) Is(target error) bool {
+	switch target {
+	case ErrStreamReset, ErrSessionClosed:
+		return true
+	case ErrRemoteGoAway:
+		return e.Remote
+	}
+	t, ok := target.(*GoAwayError)
+	return ok && *t == *e
+}
+
+// ProtocolError reports a peer that broke the wire protocol: a malformed
+// frame, a window exceeded, a stream id of the wrong parity and so on. The
+// session that sees one sends a go-away with GoAwayProtocolError and closes.
+// errors.Is(err, ErrProtocol) holds for every *ProtocolError.
+type ProtocolError struct {
+	Reason   string // what the peer did, e.g. "receive window exceeded"
+	StreamID uint32 // the stream concerned, 0 for the session
+}
+
+// Error describes the violation.
+func (e *ProtocolError) Error() string {
+	if e.StreamID != 0 {
+		return fmt.Sprintf("braid: protocol error on stream %d: %s", e.StreamID, e.Reason)
+	}
+	return "braid: protocol error: " + e.Reason
+}
+
+// Is reports whether target is ErrProtocol.
+func (e *ProtocolError) Is(target error) bool { return target == ErrProtocol }
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	Field  string // the Config field, e.g. "MaxStreamWindow"
+	Reason string // what is wrong with it
+}
+
+// Error describes the invalid field.
+func (e *ConfigError) Error() string {
+	return "braid: invalid Config." + e.Field + ": " + e.Reason
+}
+
+// sessionClosedError wraps the cause of a session's end so that it matches
+// ErrSessionClosed, and the cause itself.
+func sessionClosedError(cause error) error {
+	if cause == nil || errors.Is(cause, ErrSessionClosed) {
+		if cause == nil {
+			return ErrSessionClosed
+		}
+		return cause
+	}
+	return fmt.Errorf("%w: %w", ErrSessionClosed, cause)
+}
+
+// streamCutError is what a stream's blocked or later calls return when its
+// session ends under it: a reset (never a clean io.EOF), wrapping the cause.
+func streamCutError(sessionErr error) error {
+	if errors.Is(sessionErr, ErrStreamReset) {
+		return sessionErr
+	}
+	return fmt.Errorf("%w: %w", ErrStreamReset, sessionErr)
+}

@@ -1,0 +1,105 @@
+package braid
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// frameType is the yamux frame type.
+type frameType uint8
+
+const (
+	typeData         frameType = 0 // payload of one stream
+	typeWindowUpdate frameType = 1 // credit delta, or stream flags alone
+	typePing         frameType = 2 // session ping; length carries the opaque id
+	typeGoAway       frameType = 3 // session end; length carries the code
+	typeLast                   = typeGoAway
+)
+
+func (t frameType) String() string {
+	switch t {
+	case typeData:
+		return "data"
+	case typeWindowUpdate:
+		return "window-update"
+	case typePing:
+		return "ping"
+	case typeGoAway:
+		return "go-away"
+	}
+	return "type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// frameFlags are the yamux flags; several can be set on one frame.
+type frameFlags uint16
+
+const (
+	flagSYN frameFlags = 1 << iota // opens a stream, or asks for a pong
+	flagACK                        // acknowledges a stream, or is a pong
+	flagFIN                        // half-closes the sender's side
+	flagRST                        // resets the stream; a window update's length is then the error code
+)
+
+const (
+	// headerSize is the fixed size of a yamux header.
+	headerSize = 12
+	// protoVersion is the only yamux version there is.
+	protoVersion = 0
+)
+
+// header is one decoded yamux frame header. For data frames length is the
+// payload size that follows; for the other types it is the frame's value
+// (window delta, ping id, go-away code, reset code).
+type header struct {
+	typ      frameType
+	flags    frameFlags
+	streamID uint32
+	length   uint32
+}
+
+// put encodes h into b, which must hold headerSize bytes.
+func (h header) put(b []byte) {
+	_ = b[headerSize-1]
+	b[0] = protoVersion
+	b[1] = byte(h.typ)
+	binary.BigEndian.PutUint16(b[2:4], uint16(h.flags))
+	binary.BigEndian.PutUint32(b[4:8], h.streamID)
+	binary.BigEndian.PutUint32(b[8:12], h.length)
+}
+
+// appendTo appends the encoded header to dst.
+func (h header) appendTo(dst []byte) []byte {
+	var b [headerSize]byte
+	h.put(b[:])
+	return append(dst, b[:]...)
+}
+
+// decodeHeader parses and checks a header. Anything a yamux peer can't
+// legally send in a header alone (another version, an unknown type, a
+// session frame with a stream id, a stream frame without one) is a
+// *ProtocolError; checks that need session state are the session's.
+func decodeHeader(b []byte) (header, error) {
+	_ = b[headerSize-1]
+	if b[0] != protoVersion {
+		return header{}, &ProtocolError{Reason: "unsupported yamux version " + strconv.Itoa(int(b[0]))}
+	}
+	h := header{
+		typ:      frameType(b[1]),
+		flags:    frameFlags(binary.BigEndian.Uint16(b[2:4])),
+		streamID: binary.BigEndian.Uint32(b[4:8]),
+		length:   binary.BigEndian.Uint32(b[8:12]),
+	}
+	switch h.typ {
+	case typeData, typeWindowUpdate:
+		if h.streamID == 0 {
+			return header{}, &ProtocolError{Reason: h.typ.String() + " frame on stream 0"}
+		}
+	case typePing, typeGoAway:
+		if h.streamID != 0 {
+			return header{}, &ProtocolError{Reason: h.typ.String() + " frame with a stream id", StreamID: h.streamID}
+		}
+	default:
+		return header{}, &ProtocolError{Reason: "unknown frame " + h.typ.String()}
+	}
+	return h, nil
+}

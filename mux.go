@@ -1,0 +1,636 @@
+package braid
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pool "github.com/libp2p/go-buffer-pool"
+)
+
+const (
+	// readBufferSize is the session's read buffer: large enough that one
+	// system call brings in many small frames, and that a 64 KiB payload
+	// bypasses it (bufio reads straight into a read as large as itself).
+	readBufferSize = 32 * 1024
+	// closeFlushTimeout bounds how long Close waits for queued frames (the
+	// last data, FINs, the go-away) to reach the conn before closing it.
+	closeFlushTimeout = time.Second
+)
+
+// Session multiplexes streams over one net.Conn. Make one with Client or
+// Server (one side of a connection each). All methods are safe for
+// concurrent use.
+//
+// A session runs two goroutines: the read loop, which decodes frames and
+// hands them to streams, and the writer, the only code that writes to the
+// conn. Both end when the session closes, which Close does and which the
+// loss of the conn or a peer that breaks the protocol causes.
+type Session struct {
+	conn   net.Conn
+	cfg    Config
+	client bool
+	w      *writer
+	br     *bufio.Reader // owned by the read loop
+
+	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
+	recvFrames atomic.Uint64 // frames read
+	recvBytes  atomic.Uint64 // bytes read, headers included
+	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
+
+	closedCh chan struct{} // closed when the session starts closing
+	readDone chan struct{} // closed when the read loop returns
+	acceptCh chan *Stream  // accept backlog; only the read loop sends, never closed
+
+	mu           sync.Mutex // guards the fields below
+	streams      map[uint32]*Stream
+	nextID       uint32        // the id our next stream gets
+	incoming     int           // streams the peer opened that are still in streams
+	unacked      int           // streams we opened that wait for the peer's ACK
+	ackWait      chan struct{} // closed when unacked drops or the session changes; nil if nobody waits
+	localGoAway  bool          // we sent a go-away: incoming streams are refused
+	remoteGoAway bool          // the peer sent one: OpenStream fails
+	pings        map[uint32]pingWait
+	nextPing     uint32
+	kaTimer      *time.Timer // keep-alive; nil when disabled
+	kaPending    bool        // the keep-alive ping is unanswered
+	closing      bool
+	closeErr     error // why the session ended; set with closing
+}
+
+// pingWait is an outstanding ping.
+type pingWait struct {
+	sent time.Time
+	done chan time.Duration // nil for internal (RTT, keep-alive) pings
+}
+
+// Client makes the client side of a session over conn: its streams get odd
+// ids. A nil cfg means DefaultConfig(). The session owns conn from now on:
+// Close closes it.
+func Client(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, true) }
+
+// Server makes the server side of a session over conn: its streams get even
+// ids. A nil cfg means DefaultConfig(). The session owns conn from now on.
+func Server(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, false) }
+
+func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{
+		conn:     conn,
+		cfg:      *cfg,
+		client:   client,
+		w:        newWriter(conn, cfg),
+		br:       bufio.NewReaderSize(conn, readBufferSize),
+		closedCh: make(chan struct{}),
+		readDone: make(chan struct{}),
+		acceptCh: make(chan *Stream, cfg.AcceptBacklog),
+		streams:  make(map[uint32]*Stream),
+		pings:    make(map[uint32]pingWait),
+		nextID:   2,
+	}
+	if client {
+		s.nextID = 1
+	}
+	go s.w.run()
+	go s.readLoop()
+	// Measure the round trip at once: window growth needs it.
+	s.sendPing(nil)
+	if s.cfg.EnableKeepAlive {
+		s.mu.Lock()
+		s.kaTimer = time.AfterFunc(s.cfg.KeepAliveInterval, s.keepAliveTick)
+		s.mu.Unlock()
+	}
+	return s, nil
+}
+
+// OpenStream opens a new stream. It waits while MaxUnackedStreams of our
+// streams wait for the peer's acknowledgement, until ctx is done.
+func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
+	if m := s.cfg.Memory; m != nil {
+		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.registerOutbound(ctx)
+	if err != nil {
+		if m := s.cfg.Memory; m != nil {
+			m.ReleaseMemory(InitialStreamWindow)
+		}
+		return nil, err
+	}
+	h := header{typ: typeWindowUpdate, flags: flagSYN, streamID: st.id}
+	if err := s.w.queueCtrl(h, ctx.Done()); err != nil {
+		st.mu.Lock()
+		st.resetLocked(ErrStreamClosed)
+		st.mu.Unlock()
+		st.maybeRemove()
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, s.closeError(err)
+	}
+	return st, nil
+}
+
+// registerOutbound waits for room in the ACK backlog and registers a new
+// stream of ours.
+func (s *Session) registerOutbound(ctx context.Context) (*Stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		switch {
+		case s.closing:
+			return nil, sessionClosedError(s.closeErr)
+		case s.remoteGoAway:
+			return nil, &GoAwayError{ErrorCode: GoAwayNormal, Remote: true}
+		case s.localGoAway:
+			return nil, ErrLocalGoAway
+		case s.nextID > math.MaxUint32-2:
+			return nil, ErrStreamsExhausted
+		}
+		if s.unacked < s.cfg.MaxUnackedStreams {
+			break
+		}
+		if s.ackWait == nil {
+			s.ackWait = make(chan struct{})
+		}
+		wait := s.ackWait
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			s.mu.Lock()
+			return nil, ctx.Err()
+		case <-s.closedCh:
+		}
+		s.mu.Lock()
+	}
+	st := newStream(s, s.nextID)
+	st.unacked = true
+	s.nextID += 2
+	s.unacked++
+	s.streams[st.id] = st
+	return st, nil
+}
+
+// wakeOpenersLocked wakes OpenStream calls waiting for the ACK backlog.
+func (s *Session) wakeOpenersLocked() {
+	if s.ackWait != nil {
+		close(s.ackWait)
+		s.ackWait = nil
+	}
+}
+
+// AcceptStream waits for the next stream the peer opens and acknowledges
+// it. It fails once the session is closed.
+func (s *Session) AcceptStream() (*Stream, error) {
+	select {
+	case st := <-s.acceptCh:
+		st.mu.Lock()
+		flags := st.takeFlagsLocked()
+		st.mu.Unlock()
+		if flags != 0 {
+			_ = s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flags, streamID: st.id}, nil)
+		}
+		return st, nil
+	case <-s.closedCh:
+		return nil, s.closeError(nil)
+	}
+}
+
+// Ping sends a ping and returns the round-trip time. It gives up after
+// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded.
+func (s *Session) Ping() (time.Duration, error) {
+	done := make(chan time.Duration, 1)
+	id, err := s.sendPing(done)
+	if err != nil {
+		return 0, err
+	}
+	t := time.NewTimer(s.cfg.ConnectionWriteTimeout)
+	defer t.Stop()
+	select {
+	case rtt := <-done:
+		return rtt, nil
+	case <-s.closedCh:
+		return 0, s.closeError(nil)
+	case <-t.C:
+		s.mu.Lock()
+		delete(s.pings, id)
+		s.mu.Unlock()
+		return 0, os.ErrDeadlineExceeded
+	}
+}
+
+// sendPing queues a ping; done (nil for internal pings) gets the RTT.
+func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return 0, sessionClosedError(s.closeErr)
+	}
+	s.nextPing++
+	id := s.nextPing
+	s.pings[id] = pingWait{sent: time.Now(), done: done}
+	s.mu.Unlock()
+	return id, s.w.queueCtrl(header{typ: typePing, flags: flagSYN, length: id}, s.closedCh)
+}
+
+// keepAliveTick runs on the keep-alive timer: it pings an idle peer and
+// closes the session when the last ping went unanswered.
+func (s *Session) keepAliveTick() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	if s.recvActive.Swap(false) {
+		s.kaPending = false
+		s.kaTimer.Reset(s.cfg.KeepAliveInterval)
+		s.mu.Unlock()
+		return
+	}
+	if s.kaPending {
+		s.mu.Unlock()
+		s.shutdown(ErrKeepAliveTimeout, false, 0, false)
+		return
+	}
+	s.kaPending = true
+	s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout))
+	s.mu.Unlock()
+	_, _ = s.sendPing(nil)
+}
+
+// GoAway tells the peer that we accept no new streams; the streams already
+// open keep working. Incoming streams are refused from now on.
+func (s *Session) GoAway() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return sessionClosedError(s.closeErr)
+	}
+	s.localGoAway = true
+	s.wakeOpenersLocked()
+	s.mu.Unlock()
+	return s.w.queueCtrl(header{typ: typeGoAway, length: GoAwayNormal}, s.closedCh)
+}
+
+// Close closes the session and its connection: queued frames are flushed
+// (for up to a second), the peer is sent a normal go-away, and every stream
+// still open fails with an error matching ErrStreamReset and
+// ErrSessionClosed. Close waits for the session's goroutines to end.
+func (s *Session) Close() error {
+	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
+	return nil
+}
+
+// CloseWithError closes the session like Close, sending code in the
+// go-away; local and remote calls then fail with a *GoAwayError.
+func (s *Session) CloseWithError(code uint32) error {
+	s.shutdown(&GoAwayError{ErrorCode: code}, true, code, false)
+	return nil
+}
+
+// IsClosed reports whether the session is closed or closing.
+func (s *Session) IsClosed() bool {
+	select {
+	case <-s.closedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// CloseChan returns a channel closed when the session starts closing.
+func (s *Session) CloseChan() <-chan struct{} { return s.closedCh }
+
+// Err returns why the session ended, or nil while it is open.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closing {
+		return nil
+	}
+	return sessionClosedError(s.closeErr)
+}
+
+// NumStreams returns the number of streams in the session's table: open,
+// or half-closed and waiting for the peer.
+func (s *Session) NumStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.streams)
+}
+
+// RTT returns the last measured round-trip time, 0 until one is known.
+func (s *Session) RTT() time.Duration { return time.Duration(s.rtt.Load()) }
+
+// Stats returns the session's counters.
+func (s *Session) Stats() Stats {
+	frames, writes, bytes := s.w.snapshot()
+	return Stats{
+		FramesSent:     frames,
+		Writes:         writes,
+		BytesSent:      bytes,
+		FramesReceived: s.recvFrames.Load(),
+		BytesReceived:  s.recvBytes.Load(),
+	}
+}
+
+// LocalAddr returns the local address of the connection.
+func (s *Session) LocalAddr() net.Addr { return s.conn.LocalAddr() }
+
+// RemoteAddr returns the remote address of the connection.
+func (s *Session) RemoteAddr() net.Addr { return s.conn.RemoteAddr() }
+
+// closeError returns the error for calls failing because the session ends.
+func (s *Session) closeError(fallback error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return sessionClosedError(s.closeErr)
+	}
+	return sessionClosedError(fallback)
+}
+
+// removeStream takes a finished stream out of the table and returns its
+// memory.
+func (s *Session) removeStream(st *Stream) {
+	st.mu.Lock()
+	wasUnacked := st.unacked
+	st.unacked = false
+	reserved := st.reserved
+	st.reserved = 0
+	st.mu.Unlock()
+	s.mu.Lock()
+	if s.streams[st.id] == st {
+		delete(s.streams, st.id)
+		if s.isIncoming(st.id) {
+			s.incoming--
+		}
+	}
+	if wasUnacked {
+		s.unacked--
+		s.wakeOpenersLocked()
+	}
+	s.mu.Unlock()
+	if m := s.cfg.Memory; m != nil && reserved > 0 {
+		m.ReleaseMemory(reserved)
+	}
+}
+
+// isIncoming reports whether id belongs to the peer's half of the id space.
+func (s *Session) isIncoming(id uint32) bool { return (id%2 == 1) != s.client }
+
+// shutdown ends the session once: it flushes and sends a go-away if asked,
+// closes the conn, waits for both goroutines (but for the read loop when it
+// is the caller) and fails every stream with cause.
+func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop bool) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		if !fromReadLoop {
+			<-s.readDone
+			<-s.w.done
+		}
+		return
+	}
+	s.closing = true
+	s.closeErr = cause
+	close(s.closedCh)
+	s.wakeOpenersLocked()
+	if s.kaTimer != nil {
+		s.kaTimer.Stop()
+	}
+	streams := make([]*Stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	clear(s.streams)
+	s.incoming, s.unacked = 0, 0
+	s.mu.Unlock()
+
+	if goAway {
+		_ = s.w.queueCtrl(header{typ: typeGoAway, length: code}, s.closedCh)
+		s.w.close(true, nil)
+		t := time.NewTimer(closeFlushTimeout)
+		select {
+		case <-s.w.done:
+		case <-t.C:
+		}
+		t.Stop()
+	} else {
+		s.w.close(false, sessionClosedError(cause))
+	}
+	_ = s.conn.Close()
+	<-s.w.done
+	if !fromReadLoop {
+		<-s.readDone
+	}
+
+	streamErr := streamCutError(sessionClosedError(cause))
+	for _, st := range streams {
+		st.sessionEnded(streamErr)
+		st.mu.Lock()
+		reserved := st.reserved
+		st.reserved = 0
+		st.mu.Unlock()
+		if m := s.cfg.Memory; m != nil && reserved > 0 {
+			m.ReleaseMemory(reserved)
+		}
+	}
+}
+
+// readLoop is the session's reading goroutine.
+func (s *Session) readLoop() {
+	defer close(s.readDone)
+	err := s.readFrames()
+	var gaErr *GoAwayError
+	switch {
+	case errors.Is(err, ErrProtocol):
+		s.logWarn("closing session: peer broke the protocol", err)
+		s.shutdown(err, true, GoAwayProtocolError, true)
+	case errors.As(err, &gaErr):
+		s.shutdown(err, false, 0, true)
+	default:
+		s.shutdown(err, false, 0, true)
+	}
+}
+
+func (s *Session) logWarn(msg string, err error) {
+	if l := s.cfg.Logger; l != nil {
+		l.Warn(msg, "err", err, "remote", s.conn.RemoteAddr())
+	}
+}
+
+// readFrames decodes frames until the conn fails or the peer breaks the
+// protocol.
+func (s *Session) readFrames() error {
+	var hb [headerSize]byte
+	for {
+		if _, err := io.ReadFull(s.br, hb[:]); err != nil {
+			return err
+		}
+		h, err := decodeHeader(hb[:])
+		if err != nil {
+			return err
+		}
+		s.recvFrames.Add(1)
+		s.recvBytes.Add(headerSize)
+		if !s.recvActive.Load() {
+			s.recvActive.Store(true)
+		}
+		switch h.typ {
+		case typeData, typeWindowUpdate:
+			err = s.handleStreamFrame(h)
+		case typePing:
+			s.handlePing(h)
+		case typeGoAway:
+			err = s.handleGoAway(h)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// handleStreamFrame handles a data or window update frame.
+func (s *Session) handleStreamFrame(h header) error {
+	if h.flags&flagSYN != 0 {
+		if err := s.incomingStream(h.streamID); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	st := s.streams[h.streamID]
+	s.mu.Unlock()
+	if st == nil {
+		// A stream we reset, refused or finished: drop what it carries.
+		if h.typ == typeData && h.length > 0 {
+			if h.length > s.cfg.MaxStreamWindow {
+				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
+			}
+			n, err := io.CopyN(io.Discard, s.br, int64(h.length))
+			s.recvBytes.Add(uint64(n))
+			return err
+		}
+		return nil
+	}
+	if h.flags&flagACK != 0 && st.acked() {
+		s.mu.Lock()
+		s.unacked--
+		s.wakeOpenersLocked()
+		s.mu.Unlock()
+	}
+	if h.typ == typeData && h.length > 0 {
+		if !st.checkCredit(h.length) {
+			return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
+		}
+		st.mu.Lock()
+		finished := st.readState == halfClosed
+		st.mu.Unlock()
+		if finished {
+			return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
+		}
+		p := pool.Get(int(h.length))
+		if _, err := io.ReadFull(s.br, p); err != nil {
+			pool.Put(p)
+			return err
+		}
+		s.recvBytes.Add(uint64(h.length))
+		st.receive(p)
+	} else if h.typ == typeWindowUpdate && h.flags&flagRST == 0 && h.length > 0 {
+		if !st.addSendWindow(h.length) {
+			return &ProtocolError{Reason: "window update overflows the send window", StreamID: h.streamID}
+		}
+	}
+	if h.flags&flagFIN != 0 {
+		st.remoteFIN()
+	}
+	if h.flags&flagRST != 0 {
+		code := uint32(0)
+		if h.typ == typeWindowUpdate {
+			code = h.length // a window update's RST carries the error code
+		}
+		st.remoteReset(code)
+	}
+	return nil
+}
+
+// incomingStream registers a stream the peer opens, or refuses it with a
+// reset when limits say so (never queueing it without bound).
+func (s *Session) incomingStream(id uint32) error {
+	if !s.isIncoming(id) {
+		return &ProtocolError{Reason: "SYN with a stream id of our parity", StreamID: id}
+	}
+	s.mu.Lock()
+	if _, dup := s.streams[id]; dup {
+		s.mu.Unlock()
+		return &ProtocolError{Reason: "SYN for a stream that is open", StreamID: id}
+	}
+	refuse := s.closing || s.localGoAway || s.incoming >= s.cfg.MaxIncomingStreams ||
+		len(s.acceptCh) == cap(s.acceptCh)
+	if !refuse {
+		if m := s.cfg.Memory; m != nil && m.ReserveMemory(InitialStreamWindow, streamPriority) != nil {
+			refuse = true
+		}
+	}
+	if refuse {
+		s.mu.Unlock()
+		return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
+	}
+	st := newStream(s, id)
+	st.needACK = true
+	s.streams[id] = st
+	s.incoming++
+	s.acceptCh <- st // room checked above; only this goroutine sends
+	s.mu.Unlock()
+	return nil
+}
+
+// handlePing answers pings and completes ours.
+func (s *Session) handlePing(h header) {
+	if h.flags&flagSYN != 0 {
+		s.w.queuePong(h.length)
+		return
+	}
+	if h.flags&flagACK == 0 {
+		return
+	}
+	s.mu.Lock()
+	pw, ok := s.pings[h.length]
+	delete(s.pings, h.length)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	rtt := time.Since(pw.sent)
+	s.rtt.Store(int64(rtt))
+	if pw.done != nil {
+		pw.done <- rtt
+	}
+}
+
+// handleGoAway handles the peer's go-away: a normal one stops new streams,
+// any other code ends the session.
+func (s *Session) handleGoAway(h header) error {
+	if h.length != GoAwayNormal {
+		return &GoAwayError{ErrorCode: h.length, Remote: true}
+	}
+	s.mu.Lock()
+	s.remoteGoAway = true
+	s.wakeOpenersLocked()
+	s.mu.Unlock()
+	return nil
+}

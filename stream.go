@@ -1,0 +1,532 @@
+package braid
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	pool "github.com/libp2p/go-buffer-pool"
+)
+
+// halfState is the state of one direction of a stream.
+type halfState uint8
+
+const (
+	halfOpen   halfState = iota
+	halfClosed           // write: FIN sent; read: FIN received
+	halfLocal            // read only: CloseRead called, incoming bytes are dropped
+	halfReset            // reset by either side, or the session ended
+)
+
+// windowPriority is the priority of window growth reservations: a larger
+// window is nice to have, not needed (go-yamux uses the same).
+const windowPriority = 128
+
+// streamPriority is the priority of a new stream's initial window: without
+// it the stream can't work at all.
+const streamPriority = 255
+
+// Stream is one ordered, flow-controlled byte stream of a Session. It is a
+// net.Conn (its addresses are the session connection's), with half-close
+// (CloseRead, CloseWrite) and resets carrying an error code. Read and Write
+// may be called concurrently with each other and with every other method;
+// concurrent Writes are serialized, so their frames never interleave.
+type Stream struct {
+	id      uint32
+	session *Session
+	writeMu sync.Mutex // serializes Write and CloseWrite
+
+	mu sync.Mutex // guards every field below up to the deadlines
+	// Directions.
+	readState  halfState
+	writeState halfState
+	readErr    error // why reads fail once readState is halfReset
+	writeErr   error // why writes fail once writeState is halfReset
+	needACK    bool  // accepted stream whose ACK is not sent yet
+	unacked    bool  // opened by us, the peer has not ACKed yet
+	removed    bool  // no longer in the session's stream table
+	// Receiving side of flow control.
+	recv        recvBuffer
+	recvWindow  uint32    // current window size
+	recvCredit  uint32    // bytes the peer may still send
+	recvPending uint32    // bytes consumed since the last window update
+	epoch       time.Time // when the last window update was sent
+	reserved    int       // bytes reserved from Config.Memory
+	// Sending side of flow control.
+	sendWindow uint32 // bytes we may still send
+	// One-slot notifications, made on first wait (an idle stream has none).
+	readWait  chan struct{}
+	writeWait chan struct{}
+
+	readDeadline  deadline
+	writeDeadline deadline
+
+	// Guarded by the session writer's mu.
+	pendingRefs int           // by-reference frames not yet written
+	refErr      error         // the write error that ended one of them
+	flushed     chan struct{} // one slot; made by the first by-reference Write
+}
+
+func newStream(sess *Session, id uint32) *Stream {
+	return &Stream{
+		id:         id,
+		session:    sess,
+		recvWindow: InitialStreamWindow,
+		recvCredit: InitialStreamWindow,
+		sendWindow: InitialStreamWindow,
+		reserved:   InitialStreamWindow,
+	}
+}
+
+// ID returns the stream id: odd for streams the client opened, even for the
+// server's.
+func (s *Stream) ID() uint32 { return s.id }
+
+// Session returns the session the stream belongs to.
+func (s *Stream) Session() *Session { return s.session }
+
+// LocalAddr returns the local address of the session's connection.
+func (s *Stream) LocalAddr() net.Addr { return s.session.conn.LocalAddr() }
+
+// RemoteAddr returns the remote address of the session's connection.
+func (s *Stream) RemoteAddr() net.Addr { return s.session.conn.RemoteAddr() }
+
+// notify wakes one waiter on c, if it was made. mu held.
+func notify(c chan struct{}) {
+	if c != nil {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func waitChan(c *chan struct{}) chan struct{} {
+	if *c == nil {
+		*c = make(chan struct{}, 1)
+	}
+	return *c
+}
+
+// Read reads what the peer sent. It returns io.EOF after the peer's
+// CloseWrite and the last byte; a *StreamError after a reset; an error
+// matching ErrStreamReset (never io.EOF) when the session died first;
+// ErrStreamClosed after CloseRead or Close; os.ErrDeadlineExceeded when the
+// read deadline passes.
+func (s *Stream) Read(b []byte) (int, error) {
+	s.mu.Lock()
+	for {
+		switch {
+		case s.readState == halfLocal:
+			s.mu.Unlock()
+			return 0, ErrStreamClosed
+		case s.recv.size > 0:
+			n := s.recv.read(b)
+			update, ok := s.consumedLocked(uint32(n))
+			s.mu.Unlock()
+			if ok {
+				s.sendWindowUpdate(update)
+			}
+			return n, nil
+		case s.readState == halfClosed:
+			s.mu.Unlock()
+			return 0, io.EOF
+		case s.readState == halfReset:
+			err := s.readErr
+			s.mu.Unlock()
+			return 0, err
+		case s.readDeadline.expired():
+			s.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		case len(b) == 0:
+			s.mu.Unlock()
+			return 0, nil
+		}
+		wait := waitChan(&s.readWait)
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-s.readDeadline.wait():
+		}
+		s.mu.Lock()
+	}
+}
+
+// consumedLocked accounts n bytes the application consumed (or the stream
+// dropped) and decides on a window update: once half the window is
+// consumed, the peer gets it back, and more when the window grows. mu held.
+func (s *Stream) consumedLocked(n uint32) (header, bool) {
+	s.recvPending += n
+	if s.recvPending < s.recvWindow/2 || s.readState == halfReset || s.readState == halfClosed {
+		return header{}, false
+	}
+	delta := s.recvPending
+	now := time.Now()
+	if s.readState == halfOpen {
+		delta += s.growWindowLocked(now)
+	}
+	s.epoch = now
+	s.recvPending = 0
+	s.recvCredit += delta
+	return header{typ: typeWindowUpdate, flags: s.takeFlagsLocked(), streamID: s.id, length: delta}, true
+}
+
+// growWindowLocked doubles the receive window while the sender is limited
+// by it: when half a window was consumed in less than two round trips, the
+// window is smaller than twice the bandwidth-delay product and throttles
+// the transfer. Growth stops at Config.MaxStreamWindow or when the memory
+// manager refuses. Returns the growth. mu held.
+func (s *Stream) growWindowLocked(now time.Time) uint32 {
+	maxWindow := s.session.cfg.MaxStreamWindow
+	rtt := s.session.RTT()
+	if rtt <= 0 || s.recvWindow >= maxWindow || now.Sub(s.epoch) >= 2*rtt {
+		return 0
+	}
+	grow := min(s.recvWindow, maxWindow-s.recvWindow)
+	if m := s.session.cfg.Memory; m != nil {
+		if m.ReserveMemory(int(grow), windowPriority) != nil {
+			return 0
+		}
+	}
+	s.reserved += int(grow)
+	s.recvWindow += grow
+	return grow
+}
+
+// takeFlagsLocked returns the flags the next frame we send must carry: ACK
+// on the first frame of an accepted stream. mu held.
+func (s *Stream) takeFlagsLocked() frameFlags {
+	if s.needACK {
+		s.needACK = false
+		return flagACK
+	}
+	return 0
+}
+
+// sendWindowUpdate queues a window update (control frames jump the queue).
+func (s *Stream) sendWindowUpdate(h header) {
+	// An error means the session is closing; the stream learns it there.
+	_ = s.session.w.queueCtrl(h, nil)
+}
+
+// Write writes b to the stream. It blocks while the peer's receive window is
+// exhausted. Payloads of refThreshold bytes or more are written from b
+// itself (writev), not copied: Write returns once they are written or, if
+// the deadline passes first, once the rest is copied. Write returns
+// ErrStreamClosed after CloseWrite or Close, a *StreamError after a reset,
+// an error matching ErrStreamReset when the session died, and
+// os.ErrDeadlineExceeded when the write deadline passes.
+func (s *Stream) Write(b []byte) (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	w := s.session.w
+	written := 0
+	for len(b) > 0 {
+		n, flags, err := s.awaitCredit(len(b))
+		if err != nil {
+			return written, err
+		}
+		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
+		if n < refThreshold {
+			if err := w.queueData(h, b[:n], s.writeDeadline.wait()); err != nil {
+				s.giveBackCredit(n)
+				return written, s.writeFailure(err)
+			}
+		} else {
+			w.mu.Lock()
+			if s.flushed == nil {
+				s.flushed = make(chan struct{}, 1)
+			}
+			w.mu.Unlock()
+			frame := [1]refFrame{{payload: b[:n]}}
+			h.put(frame[0].hdr[:])
+			if err := w.queueRef(s, frame[:]); err != nil {
+				s.giveBackCredit(n)
+				return written, s.writeFailure(err)
+			}
+			if err := w.awaitRefs(s, s.writeDeadline.wait()); err != nil {
+				return written, s.writeFailure(err)
+			}
+		}
+		written += n
+		b = b[n:]
+	}
+	return written, nil
+}
+
+// awaitCredit waits until the stream may send, and takes up to want bytes
+// of send window, at most one batch, so that streams take turns.
+func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
+	quantum := s.session.cfg.MaxBatchBytes
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		switch {
+		case s.writeState == halfClosed || s.writeState == halfLocal:
+			return 0, 0, ErrStreamClosed
+		case s.writeState == halfReset:
+			return 0, 0, s.writeErr
+		case s.writeDeadline.expired():
+			return 0, 0, os.ErrDeadlineExceeded
+		case s.sendWindow > 0:
+			n := min(want, int(s.sendWindow), quantum)
+			s.sendWindow -= uint32(n)
+			return n, s.takeFlagsLocked(), nil
+		}
+		wait := waitChan(&s.writeWait)
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-s.writeDeadline.wait():
+		}
+		s.mu.Lock()
+	}
+}
+
+// giveBackCredit returns send window taken for bytes that were not queued.
+func (s *Stream) giveBackCredit(n int) {
+	s.mu.Lock()
+	s.sendWindow += uint32(n)
+	s.mu.Unlock()
+}
+
+// writeFailure maps an error of the writer to what Write returns.
+func (s *Stream) writeFailure(err error) error {
+	if err == os.ErrDeadlineExceeded {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writeState == halfReset {
+		return s.writeErr
+	}
+	return streamCutError(s.session.closeError(err))
+}
+
+// CloseWrite half-closes the stream: the peer reads io.EOF after the bytes
+// written so far. Reads keep working.
+func (s *Stream) CloseWrite() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	if s.writeState != halfOpen {
+		s.mu.Unlock()
+		return nil
+	}
+	s.writeState = halfClosed
+	flags := s.takeFlagsLocked() | flagFIN
+	s.mu.Unlock()
+	s.writeDeadline.stop()
+	// The FIN travels with the data frames, so it never overtakes them.
+	err := s.session.w.queueData(header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
+	s.maybeRemove()
+	if err != nil {
+		return streamCutError(s.session.closeError(err))
+	}
+	return nil
+}
+
+// CloseRead stops reading: buffered and later incoming bytes are dropped
+// (and credited back, so the peer never stalls on them), and Read returns
+// ErrStreamClosed. Writes keep working.
+func (s *Stream) CloseRead() error {
+	s.mu.Lock()
+	if s.readState != halfOpen {
+		s.mu.Unlock()
+		return nil
+	}
+	s.readState = halfLocal
+	dropped := s.recv.reset()
+	update, ok := s.consumedLocked(uint32(dropped))
+	notify(s.readWait)
+	s.mu.Unlock()
+	s.readDeadline.stop()
+	if ok {
+		s.sendWindowUpdate(update)
+	}
+	s.maybeRemove()
+	return nil
+}
+
+// Close closes both directions: CloseWrite, then CloseRead. To abort a
+// stream instead, use Reset.
+func (s *Stream) Close() error {
+	err := s.CloseWrite()
+	_ = s.CloseRead()
+	return err
+}
+
+// Reset aborts the stream in both directions with error code 0.
+func (s *Stream) Reset() error { return s.ResetWithError(0) }
+
+// ResetWithError aborts the stream in both directions and tells the peer
+// code (yamux carries it in the RST frame). Pending and later calls return a
+// *StreamError with Remote false; the peer's return one with Remote true.
+func (s *Stream) ResetWithError(code uint32) error {
+	s.mu.Lock()
+	if s.readState != halfOpen && s.readState != halfLocal && s.writeState != halfOpen {
+		s.mu.Unlock()
+		return nil
+	}
+	err := &StreamError{ErrorCode: code}
+	s.resetLocked(err)
+	s.mu.Unlock()
+	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
+	s.maybeRemove()
+	return nil
+}
+
+// resetLocked moves every direction still open to halfReset with err and
+// drops buffered bytes. mu held.
+func (s *Stream) resetLocked(err error) {
+	if s.readState == halfOpen || s.readState == halfLocal {
+		s.readState = halfReset
+		s.readErr = err
+		s.recv.reset()
+	}
+	if s.writeState == halfOpen {
+		s.writeState = halfReset
+		s.writeErr = err
+	}
+	notify(s.readWait)
+	notify(s.writeWait)
+}
+
+// maybeRemove takes the stream out of the session once both directions are
+// done.
+func (s *Stream) maybeRemove() {
+	s.mu.Lock()
+	done := !s.removed && s.readState != halfOpen && s.writeState != halfOpen
+	if done {
+		s.removed = true
+	}
+	s.mu.Unlock()
+	if done {
+		s.session.removeStream(s)
+	}
+}
+
+// SetDeadline sets the read and write deadlines.
+func (s *Stream) SetDeadline(t time.Time) error {
+	s.readDeadline.set(t)
+	s.writeDeadline.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for Read calls, pending ones included.
+func (s *Stream) SetReadDeadline(t time.Time) error {
+	s.readDeadline.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets the deadline for Write calls, pending ones included.
+func (s *Stream) SetWriteDeadline(t time.Time) error {
+	s.writeDeadline.set(t)
+	return nil
+}
+
+// The handlers below run on the session's read loop.
+
+// checkCredit reports whether the peer may send n more bytes. A stream
+// whose read side is gone still counts credit: the peer was granted it.
+func (s *Stream) checkCredit(n uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return n <= s.recvCredit
+}
+
+// receive takes a data frame's payload (from pool.Get; the stream owns it).
+func (s *Stream) receive(p []byte) {
+	s.mu.Lock()
+	s.recvCredit -= uint32(len(p))
+	if s.readState != halfOpen {
+		// Nobody will read it: drop it and give the credit back.
+		pool.Put(p)
+		update, ok := s.consumedLocked(uint32(len(p)))
+		s.mu.Unlock()
+		if ok {
+			s.sendWindowUpdate(update)
+		}
+		return
+	}
+	if s.epoch.IsZero() {
+		s.epoch = time.Now()
+	}
+	s.recv.push(p)
+	notify(s.readWait)
+	s.mu.Unlock()
+}
+
+// addSendWindow adds a window update's delta; false if it would overflow
+// the 32-bit window, which is a protocol error.
+func (s *Stream) addSendWindow(delta uint32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sendWindow+delta < s.sendWindow {
+		return false
+	}
+	s.sendWindow += delta
+	if delta > 0 {
+		notify(s.writeWait)
+	}
+	return true
+}
+
+// acked handles the peer's ACK; it reports whether the stream was waiting
+// for one (and so leaves the ACK backlog).
+func (s *Stream) acked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.unacked
+	s.unacked = false
+	return was
+}
+
+// remoteFIN handles the peer's FIN.
+func (s *Stream) remoteFIN() {
+	s.mu.Lock()
+	switch s.readState {
+	case halfOpen:
+		s.readState = halfClosed
+		notify(s.readWait)
+	case halfLocal:
+		s.readState = halfClosed
+	}
+	s.mu.Unlock()
+	s.maybeRemove()
+}
+
+// remoteReset handles the peer's RST with its error code.
+func (s *Stream) remoteReset(code uint32) {
+	s.mu.Lock()
+	s.resetLocked(&StreamError{ErrorCode: code, Remote: true})
+	s.mu.Unlock()
+	s.maybeRemove()
+}
+
+// sessionEnded fails whatever is still open with err: buffered bytes stay
+// readable, then Read returns err. Called once the stream is out of the
+// table.
+func (s *Stream) sessionEnded(err error) {
+	s.mu.Lock()
+	s.removed = true
+	if s.readState == halfOpen {
+		s.readState = halfReset
+		s.readErr = err
+	}
+	if s.readState == halfLocal {
+		s.readState = halfReset
+		s.readErr = ErrStreamClosed
+	}
+	if s.writeState == halfOpen {
+		s.writeState = halfReset
+		s.writeErr = err
+	}
+	notify(s.readWait)
+	notify(s.writeWait)
+	s.mu.Unlock()
+	s.readDeadline.stop()
+	s.writeDeadline.stop()
+}
