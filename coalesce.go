@@ -63,6 +63,7 @@ type writer struct {
 	writeTimeout time.Duration
 	stats        writerStats
 	done         chan struct{} // closed by run when it returns
+	vec          net.Buffers   // run's writev vector; a field so that WriteTo doesn't allocate
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -254,7 +255,7 @@ func (w *writer) run() {
 	var (
 		ctrl, data []byte
 		ends       []int
-		bufs       net.Buffers
+		vec        net.Buffers // backing array of w.vec, kept across batches
 		flat       []byte
 		delayTimer *time.Timer
 	)
@@ -313,26 +314,26 @@ func (w *writer) run() {
 		frames := uint64(len(ctrl)/headerSize + len(ends) + len(w.inflight))
 		if w.coalesce {
 			if w.writev {
-				bufs = bufs[:0]
+				vec = vec[:0]
 				if len(ctrl) > 0 {
-					bufs = append(bufs, ctrl)
+					vec = append(vec, ctrl)
 				}
 				if len(data) > 0 {
-					bufs = append(bufs, data)
+					vec = append(vec, data)
 				}
 				for i := range w.inflight {
-					bufs = append(bufs, w.inflight[i].hdr[:], w.inflight[i].payload)
+					vec = append(vec, w.inflight[i].hdr[:], w.inflight[i].payload)
 				}
-				err = w.write(nil, bufs)
+				err = w.writeVec(vec)
 			} else {
 				flat = append(append(flat[:0], ctrl...), data...)
 				for i := range w.inflight {
 					flat = append(append(flat, w.inflight[i].hdr[:]...), w.inflight[i].payload...)
 				}
-				err = w.write(flat, nil)
+				err = w.write(flat)
 			}
 		} else {
-			err = w.writeEach(ctrl, data, ends, &bufs)
+			err = w.writeEach(ctrl, data, ends, &vec)
 		}
 		w.stats.frames.Add(frames)
 
@@ -365,15 +366,15 @@ func (w *writer) run() {
 }
 
 // writeEach writes every frame with its own Write: Config.Coalesce off.
-func (w *writer) writeEach(ctrl, data []byte, ends []int, bufs *net.Buffers) error {
+func (w *writer) writeEach(ctrl, data []byte, ends []int, vec *net.Buffers) error {
 	for off := 0; off < len(ctrl); off += headerSize {
-		if err := w.write(ctrl[off:off+headerSize], nil); err != nil {
+		if err := w.write(ctrl[off : off+headerSize]); err != nil {
 			return err
 		}
 	}
 	start := 0
 	for _, end := range ends {
-		if err := w.write(data[start:end], nil); err != nil {
+		if err := w.write(data[start:end]); err != nil {
 			return err
 		}
 		start = end
@@ -381,37 +382,47 @@ func (w *writer) writeEach(ctrl, data []byte, ends []int, bufs *net.Buffers) err
 	for i := range w.inflight {
 		f := &w.inflight[i]
 		if w.writev {
-			*bufs = append((*bufs)[:0], f.hdr[:], f.payload)
-			if err := w.write(nil, *bufs); err != nil {
+			*vec = append((*vec)[:0], f.hdr[:], f.payload)
+			if err := w.writeVec(*vec); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := w.write(f.hdr[:], nil); err != nil {
+		if err := w.write(f.hdr[:]); err != nil {
 			return err
 		}
-		if err := w.write(f.payload, nil); err != nil {
+		if err := w.write(f.payload); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// write makes one call on the conn (Write, or writev for bufs) under the
-// connection write timeout.
-func (w *writer) write(b []byte, bufs net.Buffers) error {
+// write makes one Write call on the conn under the connection write
+// timeout.
+func (w *writer) write(b []byte) error {
+	w.armWriteTimeout()
+	n, err := w.conn.Write(b)
+	return w.account(int64(n), err)
+}
+
+// writeVec makes one writev call on the conn under the connection write
+// timeout. vec's backing array stays the caller's.
+func (w *writer) writeVec(vec net.Buffers) error {
+	w.armWriteTimeout()
+	w.vec = vec
+	n, err := w.vec.WriteTo(w.conn)
+	w.vec = nil
+	return w.account(n, err)
+}
+
+func (w *writer) armWriteTimeout() {
 	// A conn without deadlines reports an error here; it still works, and
-	// a closed conn fails the write below, so the error is not needed.
+	// a closed conn fails the write itself, so the error is not needed.
 	_ = w.conn.SetWriteDeadline(time.Now().Add(w.writeTimeout))
-	var n int64
-	var err error
-	if bufs != nil {
-		n, err = bufs.WriteTo(w.conn)
-	} else {
-		var m int
-		m, err = w.conn.Write(b)
-		n = int64(m)
-	}
+}
+
+func (w *writer) account(n int64, err error) error {
 	w.stats.writes.Add(1)
 	w.stats.bytes.Add(uint64(n))
 	if errors.Is(err, os.ErrDeadlineExceeded) {

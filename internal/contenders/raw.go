@@ -83,9 +83,11 @@ func (r *rawClient) Open(ctx context.Context) (Stream, error) {
 	return rawStream{c.(*net.TCPConn), &r.writes}, nil
 }
 
-func (r *rawClient) Accept() (Stream, error) { return nil, errors.New("raw tcp: only the client opens") }
-func (r *rawClient) Close() error            { return r.close() }
-func (r *rawClient) Writes() uint64          { return r.writes.Load() }
+func (r *rawClient) Accept() (Stream, error) {
+	return nil, errors.New("raw tcp: only the client opens")
+}
+func (r *rawClient) Close() error   { return r.close() }
+func (r *rawClient) Writes() uint64 { return r.writes.Load() }
 
 type rawServer struct{ *rawShared }
 

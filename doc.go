@@ -1,0 +1,38 @@
+// Package braid multiplexes many ordered, flow-controlled byte streams over
+// one net.Conn. It speaks the yamux wire protocol (/yamux/1.0.0)
+// byte-for-byte, so either side of a connection can be go-yamux, rust-yamux
+// or any other yamux implementation.
+//
+// braid's difference is write coalescing that costs no latency: frames that
+// many streams queue while the connection is busy leave in one write, and
+// an idle stream's frame is written the moment the writer is free. No timer
+// is armed on this path. Under load, a hundred streams writing 64-byte
+// messages reach the connection in a few writes instead of one per message,
+// which on a secured libp2p connection also means a few encrypted records.
+// Large payloads are written from the caller's buffer (writev), control
+// frames (window updates, pongs, resets) jump the queue, and streams take
+// turns, so a bulk transfer can't starve a small request.
+//
+// Flow control follows yamux (256 KiB initial window per stream, window
+// updates as deltas); the receiver grows a stream's window toward the
+// bandwidth-delay product it measures, up to Config.MaxStreamWindow, asking
+// Config.Memory first.
+//
+// A Session is one side of a connection: Client on one end, Server on the
+// other. Streams are net.Conns with half-close and resets that carry an
+// error code:
+//
+//	sess, err := braid.Client(conn, nil) // nil: DefaultConfig()
+//	if err != nil { ... }
+//	defer sess.Close()
+//	st, err := sess.OpenStream(ctx)
+//	if err != nil { ... }
+//	st.Write(request)
+//	st.CloseWrite()
+//	reply, err := io.ReadAll(st)
+//
+// Errors are typed: errors.Is(err, ErrStreamReset) holds for every reset, a
+// *StreamError carries the peer's code, a *GoAwayError the session's end,
+// and a *ProtocolError what a misbehaving peer did (the session then closes
+// with a go-away carrying GoAwayProtocolError).
+package braid
