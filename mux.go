@@ -370,11 +370,10 @@ func (s *Session) removeStream(st *Stream) {
 	st.mu.Lock()
 	wasUnacked := st.unacked
 	st.unacked = false
-	reserved := st.reserved
-	st.reserved = 0
 	st.mu.Unlock()
 	s.mu.Lock()
-	if s.streams[st.id] == st {
+	owned := s.streams[st.id] == st
+	if owned {
 		delete(s.streams, st.id)
 		if s.isIncoming(st.id) {
 			s.incoming--
@@ -385,6 +384,15 @@ func (s *Session) removeStream(st *Stream) {
 		s.wakeOpenersLocked()
 	}
 	s.mu.Unlock()
+	if !owned {
+		// shutdown took it out of the table: it releases the memory
+		// before the session is done closing, not this goroutine later.
+		return
+	}
+	st.mu.Lock()
+	reserved := st.reserved
+	st.reserved = 0
+	st.mu.Unlock()
 	if m := s.cfg.Memory; m != nil && reserved > 0 {
 		m.ReleaseMemory(reserved)
 	}
