@@ -12,6 +12,8 @@ import (
 
 	"github.com/braidmux/braid"
 	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/slowconn"
 	yamux "github.com/libp2p/go-yamux/v5"
 )
 
@@ -322,4 +324,92 @@ func idleStreamHeap(b *testing.B, c contenders.Contender) float64 {
 	runtime.KeepAlive(cs)
 	runtime.KeepAlive(ss)
 	return used / idleStreamCount
+}
+
+// BenchmarkLinks runs the slowdown workloads over the slowconn profiles for
+// braid, go-yamux and a raw conn (one write per message). One op is the
+// whole workload; SetBytes is its payload, so MB/s is goodput. Each muxer's
+// slowdown is against a raw run of the same workload on the same link,
+// measured in the same sub-benchmark. Run with -cpu 1,2,4 for the
+// parallelism sweep. Workloads are sized to about linkBenchWork of the
+// link's goodput.
+func BenchmarkLinks(b *testing.B) {
+	const linkBenchWork = 200 * time.Millisecond
+	links := []slowconn.Profile{
+		{Name: "LAN", Link: slowconn.LAN()},
+		{Name: "Broadband", Link: slowconn.Broadband()},
+		{Name: "Mobile", Link: slowconn.Mobile()},
+		{Name: "LongFat", Link: slowconn.LongFat()},
+	}
+	workloads := []func(slowconn.Link) slowdown.Workload{
+		func(l slowconn.Link) slowdown.Workload {
+			w := slowdown.SmallPackets(1)
+			w.Messages = slowdown.MessagesFor(w, l.Goodput(), linkBenchWork)
+			return w
+		},
+		func(l slowconn.Link) slowdown.Workload {
+			w := slowdown.LinearPackets(1)
+			w.Messages = slowdown.MessagesFor(w, l.Goodput(), linkBenchWork)
+			return w
+		},
+		func(l slowconn.Link) slowdown.Workload {
+			return slowdown.BulkTransfer(int(l.Goodput() * linkBenchWork.Seconds() / 4))
+		},
+	}
+	muxers := []contenders.Contender{contenders.Braid(true), contenders.Braid(false), contenders.Yamux()}
+	for _, mk := range workloads {
+		for _, p := range links {
+			w := mk(p.Link)
+			b.Run(w.Name+"/link="+p.Name+"/impl=tcp", func(b *testing.B) {
+				b.SetBytes(w.Payload())
+				var writes uint64
+				for i := 0; i < b.N; i++ {
+					r, err := slowdown.Raw(p.Link, w)
+					if err != nil {
+						b.Fatal(err)
+					}
+					writes = r.Writes
+				}
+				b.ReportMetric(float64(writes)/float64(w.Streams*w.Messages), "writes/msg")
+			})
+			for _, c := range muxers {
+				b.Run(w.Name+"/link="+p.Name+"/impl="+c.Name, func(b *testing.B) {
+					raw, err := slowdown.Raw(p.Link, w)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(w.Payload())
+					b.ResetTimer()
+					var total time.Duration
+					var writes uint64
+					for i := 0; i < b.N; i++ {
+						r, err := slowdown.Mux(p.Link, c, w)
+						if err != nil {
+							b.Fatal(err)
+						}
+						total += r.Time
+						writes = r.Writes
+					}
+					mean := total / time.Duration(b.N)
+					b.ReportMetric(float64(writes)/float64(w.Streams*w.Messages), "writes/msg")
+					b.ReportMetric(100*(mean.Seconds()/raw.Time.Seconds()-1), "slowdown-%")
+				})
+			}
+		}
+	}
+	b.Run("EchoRoundTrips/link=LAN", func(b *testing.B) {
+		for _, c := range muxers {
+			b.Run("impl="+c.Name, func(b *testing.B) {
+				var rtt time.Duration
+				for i := 0; i < b.N; i++ {
+					r, err := slowdown.EchoRTT(slowconn.LAN(), c, 20)
+					if err != nil {
+						b.Fatal(err)
+					}
+					rtt += r
+				}
+				b.ReportMetric(float64((rtt / time.Duration(b.N)).Microseconds()), "rtt-us")
+			})
+		}
+	})
 }
