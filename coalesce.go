@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -359,6 +360,13 @@ func (w *writer) run() {
 			w.err = err
 		}
 		w.mu.Unlock()
+		if size >= w.maxBatch/2 {
+			// A full batch: the conn is the bottleneck and the writer
+			// could run for a whole time slice without parking. Let the
+			// goroutines it just woke (or that queued a small frame) run
+			// first; it costs one scheduler pass per large write.
+			runtime.Gosched()
+		}
 		if len(flat) > 4*w.maxBatch {
 			flat = nil // don't keep a rare huge batch's buffer
 		}
