@@ -30,7 +30,8 @@ const (
 // refFrame is a data frame whose payload is the caller's memory. Its stream
 // waits until it is written (or copies it, see writer.detach).
 type refFrame struct {
-	hdr     [headerSize]byte
+	hdr     [headerSize]byte // the codec's header, hdr[:hdrLen]
+	hdrLen  uint8
 	payload []byte
 	owner   *Stream // nil once detached
 }
@@ -57,6 +58,7 @@ type writerStats struct {
 // busy with the previous write.
 type writer struct {
 	conn         net.Conn
+	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
 	coalesce     bool
 	delay        time.Duration
@@ -68,7 +70,8 @@ type writer struct {
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
-	ctrl      []byte        // control frames, 12 bytes each; written first
+	ctrl      []byte        // control frames; written first
+	ctrlEnds  []int         // end offset of each frame in ctrl
 	pongs     int           // pongs in ctrl
 	data      []byte        // copied stream frames in FIFO order
 	dataEnds  []int         // end offset of each frame in data
@@ -84,9 +87,10 @@ type writer struct {
 	wake chan struct{} // one slot: something was queued, or close
 }
 
-func newWriter(conn net.Conn, cfg *Config) *writer {
+func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	w := &writer{
 		conn:         conn,
+		codec:        c,
 		writev:       supportsWritev(conn),
 		coalesce:     cfg.Coalesce,
 		delay:        cfg.CoalesceDelay,
@@ -151,7 +155,8 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 		w.mu.Unlock()
 		return err
 	}
-	w.ctrl = h.appendTo(w.ctrl)
+	w.ctrl = w.codec.appendHeader(w.ctrl, h)
+	w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
 	w.signal()
 	w.mu.Unlock()
 	return nil
@@ -162,7 +167,8 @@ func (w *writer) queuePong(id uint32) {
 	w.mu.Lock()
 	if w.err == nil && w.pongs < maxQueuedPongs {
 		w.pongs++
-		w.ctrl = header{typ: typePing, flags: flagACK, length: id}.appendTo(w.ctrl)
+		w.ctrl = w.codec.appendHeader(w.ctrl, header{typ: typePing, flags: flagACK, length: id})
+		w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
 		w.signal()
 	}
 	w.mu.Unlock()
@@ -188,7 +194,7 @@ func (w *writer) queueData(h header, payload []byte, cancel <-chan struct{}) err
 		w.mu.Unlock()
 		return err
 	}
-	w.data = h.appendTo(w.data)
+	w.data = w.codec.appendHeader(w.data, h)
 	w.data = append(w.data, payload...)
 	w.dataEnds = append(w.dataEnds, len(w.data))
 	w.signal()
@@ -255,6 +261,7 @@ func (w *writer) run() {
 	defer close(w.done)
 	var (
 		ctrl, data []byte
+		ctrlEnds   []int
 		ends       []int
 		vec        net.Buffers // backing array of w.vec, kept across batches
 		flat       []byte
@@ -294,6 +301,7 @@ func (w *writer) run() {
 		ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
 		data, w.data = w.data, w.spareData[:0]
 		ends, w.dataEnds = append(ends[:0], w.dataEnds...), w.dataEnds[:0]
+		ctrlEnds, w.ctrlEnds = append(ctrlEnds[:0], w.ctrlEnds...), w.ctrlEnds[:0]
 		w.pongs = 0
 		size := len(ctrl) + len(data)
 		n := 0
@@ -312,7 +320,7 @@ func (w *writer) run() {
 		w.mu.Unlock()
 
 		var err error
-		frames := uint64(len(ctrl)/headerSize + len(ends) + len(w.inflight))
+		frames := uint64(len(ctrlEnds) + len(ends) + len(w.inflight))
 		if w.coalesce {
 			if w.writev {
 				vec = vec[:0]
@@ -323,18 +331,20 @@ func (w *writer) run() {
 					vec = append(vec, data)
 				}
 				for i := range w.inflight {
-					vec = append(vec, w.inflight[i].hdr[:], w.inflight[i].payload)
+					f := &w.inflight[i]
+					vec = append(vec, f.hdr[:f.hdrLen], f.payload)
 				}
 				err = w.writeVec(vec)
 			} else {
 				flat = append(append(flat[:0], ctrl...), data...)
 				for i := range w.inflight {
-					flat = append(append(flat, w.inflight[i].hdr[:]...), w.inflight[i].payload...)
+					f := &w.inflight[i]
+					flat = append(append(flat, f.hdr[:f.hdrLen]...), f.payload...)
 				}
 				err = w.write(flat)
 			}
 		} else {
-			err = w.writeEach(ctrl, data, ends, &vec)
+			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
 		}
 		w.stats.frames.Add(frames)
 
@@ -358,6 +368,8 @@ func (w *writer) run() {
 		w.inflight = w.inflight[:0]
 		if err != nil && w.err == nil {
 			w.err = err
+			// Wake the read loop: the session ends with this error.
+			_ = w.conn.Close()
 		}
 		w.mu.Unlock()
 		if size >= w.maxBatch/2 {
@@ -374,13 +386,15 @@ func (w *writer) run() {
 }
 
 // writeEach writes every frame with its own Write: Config.Coalesce off.
-func (w *writer) writeEach(ctrl, data []byte, ends []int, vec *net.Buffers) error {
-	for off := 0; off < len(ctrl); off += headerSize {
-		if err := w.write(ctrl[off : off+headerSize]); err != nil {
+func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int, vec *net.Buffers) error {
+	start := 0
+	for _, end := range ctrlEnds {
+		if err := w.write(ctrl[start:end]); err != nil {
 			return err
 		}
+		start = end
 	}
-	start := 0
+	start = 0
 	for _, end := range ends {
 		if err := w.write(data[start:end]); err != nil {
 			return err
@@ -390,13 +404,13 @@ func (w *writer) writeEach(ctrl, data []byte, ends []int, vec *net.Buffers) erro
 	for i := range w.inflight {
 		f := &w.inflight[i]
 		if w.writev {
-			*vec = append((*vec)[:0], f.hdr[:], f.payload)
+			*vec = append((*vec)[:0], f.hdr[:f.hdrLen], f.payload)
 			if err := w.writeVec(*vec); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := w.write(f.hdr[:]); err != nil {
+		if err := w.write(f.hdr[:f.hdrLen]); err != nil {
 			return err
 		}
 		if err := w.write(f.payload); err != nil {
@@ -485,6 +499,17 @@ func (w *writer) close(flush bool, err error) {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// failure returns the error that stopped the writer, nil if it was closed
+// or is running.
+func (w *writer) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.draining {
+		return nil
+	}
+	return w.err
 }
 
 // snapshot returns the writer's counters.

@@ -12,6 +12,12 @@ const (
 	// Yamux is /yamux/1.0.0, byte-for-byte compatible with go-yamux and
 	// every other yamux implementation. It is the default.
 	Yamux Protocol = iota
+	// Mplex is /mplex/6.7.0, compatible with go-mplex v0.7.0, for peers
+	// that still use it. mplex has no flow control, pings, go-aways or
+	// reset codes: braid bounds each stream's receive buffer
+	// (Config.MaxReceiveBuffer) and resets a stream whose reader falls
+	// behind, instead of stalling the whole connection as go-mplex does.
+	Mplex
 )
 
 // String returns the libp2p protocol id.
@@ -19,6 +25,8 @@ func (p Protocol) String() string {
 	switch p {
 	case Yamux:
 		return "/yamux/1.0.0"
+	case Mplex:
+		return "/mplex/6.7.0"
 	}
 	return "unknown protocol"
 }
@@ -45,6 +53,10 @@ const (
 	// of a TCP segment offload and of most TLS/noise record budgets, so a
 	// batch rarely ends up split by the layers below.
 	DefaultMaxBatchBytes = 64 * 1024
+	// DefaultMaxReceiveBuffer bounds an mplex stream's unread bytes; mplex
+	// has no flow control, so this is the only bound on what a peer can
+	// make a stream buffer.
+	DefaultMaxReceiveBuffer = 4 * 1024 * 1024
 	// DefaultKeepAliveInterval is how often an idle session pings its peer
 	// (go-yamux: 30 s).
 	DefaultKeepAliveInterval = 30 * time.Second
@@ -117,6 +129,12 @@ type Config struct {
 	// of the connection, measured from its round-trip time.
 	MaxStreamWindow uint32
 
+	// MaxReceiveBuffer bounds the unread bytes of a stream on protocols
+	// without flow control (mplex): a stream whose reader lets more pile
+	// up is reset with ErrReceiveBufferOverflow, and no other stream
+	// waits for it. yamux streams are bounded by their window instead.
+	MaxReceiveBuffer int
+
 	// Memory, when not nil, is asked before a window grows and before a
 	// stream is created; nil means unlimited.
 	Memory MemoryManager
@@ -147,6 +165,7 @@ func DefaultConfig() *Config {
 		AcceptBacklog:          DefaultAcceptBacklog,
 		MaxUnackedStreams:      DefaultMaxUnackedStreams,
 		MaxStreamWindow:        DefaultMaxStreamWindow,
+		MaxReceiveBuffer:       DefaultMaxReceiveBuffer,
 		EnableKeepAlive:        true,
 		KeepAliveInterval:      DefaultKeepAliveInterval,
 		ConnectionWriteTimeout: DefaultConnectionWriteTimeout,
@@ -156,7 +175,7 @@ func DefaultConfig() *Config {
 // Validate reports the first invalid field as a *ConfigError.
 func (c *Config) Validate() error {
 	switch {
-	case c.Protocol != Yamux:
+	case c.Protocol != Yamux && c.Protocol != Mplex:
 		return &ConfigError{"Protocol", "unknown protocol"}
 	case c.CoalesceDelay < 0 || c.CoalesceDelay > maxCoalesceDelay:
 		return &ConfigError{"CoalesceDelay", "must be between 0 and " + maxCoalesceDelay.String()}
@@ -170,6 +189,8 @@ func (c *Config) Validate() error {
 		return &ConfigError{"MaxUnackedStreams", "must be positive"}
 	case c.MaxStreamWindow < InitialStreamWindow:
 		return &ConfigError{"MaxStreamWindow", "must be at least the initial window, 256 KiB"}
+	case c.MaxReceiveBuffer <= 0:
+		return &ConfigError{"MaxReceiveBuffer", "must be positive"}
 	case c.EnableKeepAlive && c.KeepAliveInterval <= 0:
 		return &ConfigError{"KeepAliveInterval", "must be positive when keep-alive is enabled"}
 	case c.ConnectionWriteTimeout <= 0:

@@ -19,9 +19,11 @@ type deadline struct {
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		// The timer fired (or is firing) and closed cancel; start over.
-		d.cancel = nil
+	if d.timer != nil && !d.timer.Stop() && d.cancel != nil && !isClosed(d.cancel) {
+		// The timer fired but its func waits for mu: its deadline passed,
+		// so close cancel for it (it then finds a new channel and does
+		// nothing) rather than strand the calls waiting on cancel.
+		close(d.cancel)
 	}
 	d.timer = nil
 	closed := d.cancel != nil && isClosed(d.cancel)
@@ -53,11 +55,14 @@ func (d *deadline) set(t time.Time) {
 	}
 }
 
-// wait returns a channel closed when the deadline passes; a nil channel
-// (never ready) when no deadline is set.
+// wait returns a channel closed when the deadline passes, made on first
+// wait, so that a deadline set later still wakes a call already waiting.
 func (d *deadline) wait() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.cancel == nil {
+		d.cancel = make(chan struct{})
+	}
 	return d.cancel
 }
 

@@ -42,6 +42,15 @@ var (
 	// byte for Config.ConnectionWriteTimeout.
 	ErrConnectionWriteTimeout = errors.New("braid: connection write timeout")
 
+	// ErrReceiveBufferOverflow is the reset error of a stream (on a
+	// protocol without flow control) whose unread bytes exceeded
+	// Config.MaxReceiveBuffer. It matches ErrStreamReset.
+	ErrReceiveBufferOverflow = fmt.Errorf("%w: receive buffer overflow", ErrStreamReset)
+
+	// ErrNotSupported is returned by Ping on a protocol without pings
+	// (mplex).
+	ErrNotSupported = errors.New("braid: not supported by the protocol")
+
 	// ErrProtocol matches every *ProtocolError.
 	ErrProtocol = errors.New("braid: protocol error")
 )

@@ -1,7 +1,9 @@
 package braid
 
 import (
+	"bufio"
 	"encoding/binary"
+	"io"
 	"strconv"
 )
 
@@ -102,4 +104,66 @@ func decodeHeader(b []byte) (header, error) {
 		return header{}, &ProtocolError{Reason: "unknown frame " + h.typ.String()}
 	}
 	return h, nil
+}
+
+// capabilities are what a wire protocol can express, so that the engine
+// asks the codec instead of checking which protocol it speaks.
+type capabilities struct {
+	// flowControl: per-stream windows and window updates (yamux). Without
+	// it, each stream's receive buffer is bounded by
+	// Config.MaxReceiveBuffer and a stream that overflows it is reset.
+	flowControl bool
+	// acks: the peer acknowledges new streams (yamux ACK), which the
+	// libp2p ACK backlog counts.
+	acks bool
+	// ping: ping frames, for Ping, keep-alive and RTT measurement.
+	ping bool
+	// goAway: go-away frames with a code.
+	goAway bool
+	// resetCodes: a reset carries an error code.
+	resetCodes bool
+	// maxDataFrame bounds a data frame's payload; 0 means no bound.
+	maxDataFrame int
+}
+
+// codec translates between a wire protocol and the engine's header.
+type codec interface {
+	caps() capabilities
+	// readHeader reads the next frame's header from r, consuming any part
+	// of the frame that isn't stream data (mplex names). It returns the
+	// bytes it consumed, and a *ProtocolError for malformed input.
+	readHeader(r *bufio.Reader) (header, int, error)
+	// appendHeader appends the wire form of h (for data frames, the part
+	// before the payload) to dst.
+	appendHeader(dst []byte, h header) []byte
+}
+
+// yamuxCodec is the yamux wire format.
+type yamuxCodec struct{}
+
+func (yamuxCodec) caps() capabilities {
+	return capabilities{flowControl: true, acks: true, ping: true, goAway: true, resetCodes: true}
+}
+
+func (yamuxCodec) readHeader(r *bufio.Reader) (header, int, error) {
+	b, err := r.Peek(headerSize)
+	if err != nil {
+		if err == io.EOF && len(b) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return header{}, len(b), err
+	}
+	h, err := decodeHeader(b)
+	_, _ = r.Discard(headerSize)
+	return h, headerSize, err
+}
+
+func (yamuxCodec) appendHeader(dst []byte, h header) []byte { return h.appendTo(dst) }
+
+// newCodec returns the codec of p for the client or server side.
+func newCodec(p Protocol, client bool) codec {
+	if p == Mplex {
+		return mplexCodec{client: client}
+	}
+	return yamuxCodec{}
 }

@@ -37,6 +37,8 @@ type Session struct {
 	conn   net.Conn
 	cfg    Config
 	client bool
+	codec  codec
+	caps   capabilities // what the protocol can express
 	w      *writer
 	br     *bufio.Reader // owned by the read loop
 
@@ -87,11 +89,14 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	c := newCodec(cfg.Protocol, client)
 	s := &Session{
 		conn:     conn,
 		cfg:      *cfg,
 		client:   client,
-		w:        newWriter(conn, cfg),
+		codec:    c,
+		caps:     c.caps(),
+		w:        newWriter(conn, c, cfg),
 		br:       bufio.NewReaderSize(conn, readBufferSize),
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -105,8 +110,13 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	}
 	go s.w.run()
 	go s.readLoop()
+	if !s.caps.ping {
+		// Keep-alive and RTT need pings; so does window growth, which
+		// needs flow control too.
+		return s, nil
+	}
 	// Measure the round trip at once: window growth needs it.
-	s.sendPing(nil)
+	_, _ = s.sendPing(nil)
 	if s.cfg.EnableKeepAlive {
 		s.mu.Lock()
 		s.kaTimer = time.AfterFunc(s.cfg.KeepAliveInterval, s.keepAliveTick)
@@ -178,9 +188,11 @@ func (s *Session) registerOutbound(ctx context.Context) (*Stream, error) {
 		s.mu.Lock()
 	}
 	st := newStream(s, s.nextID)
-	st.unacked = true
 	s.nextID += 2
-	s.unacked++
+	if s.caps.acks {
+		st.unacked = true
+		s.unacked++
+	}
 	s.streams[st.id] = st
 	return st, nil
 }
@@ -235,6 +247,9 @@ func (s *Session) Ping() (time.Duration, error) {
 
 // sendPing queues a ping; done (nil for internal pings) gets the RTT.
 func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
+	if !s.caps.ping {
+		return 0, ErrNotSupported
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -283,6 +298,9 @@ func (s *Session) GoAway() error {
 	s.localGoAway = true
 	s.wakeOpenersLocked()
 	s.mu.Unlock()
+	if !s.caps.goAway {
+		return nil // mplex: refuse new streams without telling the peer
+	}
 	return s.w.queueCtrl(header{typ: typeGoAway, length: GoAwayNormal}, s.closedCh)
 }
 
@@ -430,7 +448,9 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 	s.mu.Unlock()
 
 	if goAway {
-		_ = s.w.queueCtrl(header{typ: typeGoAway, length: code}, s.closedCh)
+		if s.caps.goAway {
+			_ = s.w.queueCtrl(header{typ: typeGoAway, length: code}, s.closedCh)
+		}
 		s.w.close(true, nil)
 		t := time.NewTimer(closeFlushTimeout)
 		select {
@@ -464,6 +484,10 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	err := s.readFrames()
+	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) {
+		// The writer failed first and closed the conn to stop us.
+		err = werr
+	}
 	var gaErr *GoAwayError
 	switch {
 	case errors.Is(err, ErrProtocol):
@@ -485,17 +509,13 @@ func (s *Session) logWarn(msg string, err error) {
 // readFrames decodes frames until the conn fails or the peer breaks the
 // protocol.
 func (s *Session) readFrames() error {
-	var hb [headerSize]byte
 	for {
-		if _, err := io.ReadFull(s.br, hb[:]); err != nil {
-			return err
-		}
-		h, err := decodeHeader(hb[:])
+		h, n, err := s.codec.readHeader(s.br)
+		s.recvBytes.Add(uint64(n))
 		if err != nil {
 			return err
 		}
 		s.recvFrames.Add(1)
-		s.recvBytes.Add(headerSize)
 		if !s.recvActive.Load() {
 			s.recvActive.Store(true)
 		}
@@ -526,7 +546,7 @@ func (s *Session) handleStreamFrame(h header) error {
 	if st == nil {
 		// A stream we reset, refused or finished: drop what it carries.
 		if h.typ == typeData && h.length > 0 {
-			if h.length > s.cfg.MaxStreamWindow {
+			if h.length > max(s.cfg.MaxStreamWindow, uint32(s.caps.maxDataFrame)) {
 				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
 			}
 			n, err := io.CopyN(io.Discard, s.br, int64(h.length))
@@ -543,7 +563,15 @@ func (s *Session) handleStreamFrame(h header) error {
 	}
 	if h.typ == typeData && h.length > 0 {
 		if !st.checkCredit(h.length) {
-			return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
+			if s.caps.flowControl {
+				return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
+			}
+			// No flow control (mplex): reset the stream that fell
+			// behind; the others go on.
+			st.overflow()
+			n, err := io.CopyN(io.Discard, s.br, int64(h.length))
+			s.recvBytes.Add(uint64(n))
+			return err
 		}
 		st.mu.Lock()
 		finished := st.readState == halfClosed
@@ -599,7 +627,7 @@ func (s *Session) incomingStream(id uint32) error {
 		return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
 	}
 	st := newStream(s, id)
-	st.needACK = true
+	st.needACK = s.caps.acks
 	s.streams[id] = st
 	s.incoming++
 	s.acceptCh <- st // room checked above; only this goroutine sends

@@ -160,13 +160,16 @@ func (s *Stream) Read(b []byte) (int, error) {
 // consumed, the peer gets them back, and more when the window grows. mu
 // held.
 func (s *Stream) consumedLocked(n uint32) (header, bool) {
+	if !s.session.caps.flowControl {
+		return header{}, false // nothing to give back
+	}
 	s.recvPending += n
 	s.epochBytes += n
 	if s.recvPending < updateThreshold(s.recvWindow) || s.readState == halfReset || s.readState == halfClosed {
 		return header{}, false
 	}
 	delta := s.recvPending
-	if s.readState == halfOpen && s.epochBytes >= s.recvWindow {
+	if s.readState == halfOpen {
 		now := time.Now()
 		delta += s.growWindowLocked(now)
 		s.epoch, s.epochBytes = now, 0
@@ -189,14 +192,20 @@ func updateThreshold(window uint32) uint32 {
 const largeWindowUpdates = 8
 
 // growWindowLocked doubles the receive window while the sender is limited
-// by it: when a whole window was consumed in less than two round trips, the
-// window is smaller than twice the bandwidth-delay product and throttles
-// the transfer. Growth stops at Config.MaxStreamWindow or when the memory
+// by it: when the bytes consumed since the last update came at a rate that
+// would consume the whole window in less than two round trips, the window
+// is smaller than twice the bandwidth-delay product and throttles the
+// transfer. Growth stops at Config.MaxStreamWindow or when the memory
 // manager refuses. Returns the growth. mu held.
 func (s *Stream) growWindowLocked(now time.Time) uint32 {
 	maxWindow := s.session.cfg.MaxStreamWindow
 	rtt := s.session.RTT()
-	if rtt <= 0 || s.recvWindow >= maxWindow || now.Sub(s.epoch) >= 2*rtt {
+	if rtt <= 0 || s.recvWindow >= maxWindow {
+		return 0
+	}
+	// rate*2rtt > window, with rate = epochBytes/elapsed, in integers.
+	elapsed := now.Sub(s.epoch)
+	if float64(s.epochBytes)*float64(2*rtt) <= float64(elapsed)*float64(s.recvWindow) {
 		return 0
 	}
 	grow := min(s.recvWindow, maxWindow-s.recvWindow)
@@ -244,7 +253,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 			return written, err
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
-		if n < refThreshold {
+		if n < refThreshold || len(w.codec.appendHeader(nil, h)) > headerSize {
 			if err := w.queueData(h, b[:n], s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
@@ -256,7 +265,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 			}
 			w.mu.Unlock()
 			frame := [1]refFrame{{payload: b[:n]}}
-			h.put(frame[0].hdr[:])
+			frame[0].hdrLen = uint8(len(w.codec.appendHeader(frame[0].hdr[:0], h)))
 			if err := w.queueRef(s, frame[:]); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
@@ -275,6 +284,10 @@ func (s *Stream) Write(b []byte) (int, error) {
 // of send window, at most one batch, so that streams take turns.
 func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
 	quantum := s.session.cfg.MaxBatchBytes
+	flowControl := s.session.caps.flowControl
+	if m := s.session.caps.maxDataFrame; m > 0 {
+		quantum = min(quantum, m)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -285,6 +298,8 @@ func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
 			return 0, 0, s.writeErr
 		case s.writeDeadline.expired():
 			return 0, 0, os.ErrDeadlineExceeded
+		case !flowControl:
+			return min(want, quantum), s.takeFlagsLocked(), nil
 		case s.sendWindow > 0:
 			n := min(want, int(s.sendWindow), quantum)
 			s.sendWindow -= uint32(n)
@@ -323,14 +338,20 @@ func (s *Stream) writeFailure(err error) error {
 // CloseWrite half-closes the stream: the peer reads io.EOF after the bytes
 // written so far. Reads keep working.
 func (s *Stream) CloseWrite() error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	// Close the write side first, so that a Write blocked on the peer's
+	// window wakes with ErrStreamClosed and lets go of writeMu; then the
+	// FIN queues after the last frame that Write queued.
 	s.mu.Lock()
 	if s.writeState != halfOpen {
 		s.mu.Unlock()
 		return nil
 	}
 	s.writeState = halfClosed
+	notify(s.writeWait)
+	s.mu.Unlock()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
 	flags := s.takeFlagsLocked() | flagFIN
 	s.mu.Unlock()
 	s.writeDeadline.stop()
@@ -446,16 +467,33 @@ func (s *Stream) SetWriteDeadline(t time.Time) error {
 
 // checkCredit reports whether the peer may send n more bytes. A stream
 // whose read side is gone still counts credit: the peer was granted it.
+//
+// Without flow control, it checks the receive buffer's bound instead.
 func (s *Stream) checkCredit(n uint32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.session.caps.flowControl {
+		return s.readState != halfOpen || s.recv.size+int(n) <= s.session.cfg.MaxReceiveBuffer
+	}
 	return n <= s.recvCredit
+}
+
+// overflow resets a stream whose unread bytes would exceed the receive
+// buffer bound (protocols without flow control).
+func (s *Stream) overflow() {
+	s.mu.Lock()
+	s.resetLocked(ErrReceiveBufferOverflow)
+	s.mu.Unlock()
+	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id}, nil)
+	s.maybeRemove()
 }
 
 // receive takes a data frame's payload (from pool.Get; the stream owns it).
 func (s *Stream) receive(p []byte) {
 	s.mu.Lock()
-	s.recvCredit -= uint32(len(p))
+	if s.session.caps.flowControl {
+		s.recvCredit -= uint32(len(p))
+	}
 	if s.readState != halfOpen {
 		// Nobody will read it: drop it and give the credit back.
 		pool.Put(p)
