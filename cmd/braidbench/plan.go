@@ -1,0 +1,129 @@
+package main
+
+import (
+	"time"
+
+	"github.com/braidmux/braid/slowconn"
+)
+
+// plan sizes every workload. The default plan makes the default run take
+// about two minutes on a small machine; the quick plan about 20 seconds.
+type plan struct {
+	BulkBytes      int64         `json:"bulk_bytes"`       // bytes of one bulk run
+	SmallStreams   int           `json:"small_streams"`    // streams of the small-message run
+	SmallPerStream int           `json:"small_per_stream"` // messages per stream
+	SmallSize      int           `json:"small_size"`       // bytes per small message
+	PingCount      int           `json:"ping_count"`       // round trips per ping-pong run
+	PingMax        time.Duration `json:"ping_max_ns"`      // a ping-pong run stops after this long
+	PingNeighbours int           `json:"ping_neighbours"`  // bulk streams beside the loaded ping-pong
+	IdleStreams    int           `json:"idle_streams"`     // streams of the idle-memory run
+	LinkWork       time.Duration `json:"link_work_ns"`     // link time of one slowdown run's payload
+	SlowLinkWork   time.Duration `json:"slow_link_work_ns"`
+	ChunkOps       int           `json:"chunk_ops"`     // chunk-delivery ops per sample at 0 ms
+	NotifyCounts   []int         `json:"notify_counts"` // messages of the notification runs
+	NotifySizes    []int         `json:"notify_sizes"`
+	ChunkCounts    []int         `json:"chunk_counts"`
+}
+
+// The published experiments' sizes.
+const (
+	chunkSize       = 4 * 1024 // a Swarm chunk
+	chunkBatch      = 25       // chunks per batched delivery message
+	chunkLatency    = 200 * time.Millisecond
+	notifySmall     = 64 * 1024
+	notifyLarge     = 256 * 1024
+	slowLinkBits    = 100e3 // go-mplex's slow link: 100 kbit/s, 30 ms
+	slowLinkLatency = 30 * time.Millisecond
+)
+
+// publishedNotifyCounts are the message counts of the Polkadot runs; the
+// default plan sends a tenth of each to stay within two minutes.
+func publishedNotifyCounts() []int { return []int{1000, 5000, 10000} }
+
+func defaultPlan() plan {
+	return plan{
+		BulkBytes:      128 << 20,
+		SmallStreams:   100,
+		SmallPerStream: 300,
+		SmallSize:      64,
+		PingCount:      1000,
+		PingMax:        500 * time.Millisecond,
+		PingNeighbours: 10,
+		IdleStreams:    10000,
+		LinkWork:       60 * time.Millisecond,
+		SlowLinkWork:   400 * time.Millisecond,
+		ChunkOps:       10,
+		NotifyCounts:   scaleCounts(publishedNotifyCounts(), 10),
+		NotifySizes:    []int{notifySmall, notifyLarge},
+		ChunkCounts:    []int{25, 120},
+	}
+}
+
+func quickPlan() plan {
+	return plan{
+		BulkBytes:      32 << 20,
+		SmallStreams:   100,
+		SmallPerStream: 100,
+		SmallSize:      64,
+		PingCount:      300,
+		PingMax:        200 * time.Millisecond,
+		PingNeighbours: 10,
+		IdleStreams:    10000,
+		LinkWork:       20 * time.Millisecond,
+		SlowLinkWork:   150 * time.Millisecond,
+		ChunkOps:       3,
+		NotifyCounts:   scaleCounts(publishedNotifyCounts()[:1], 20),
+		NotifySizes:    []int{notifySmall, notifyLarge},
+		ChunkCounts:    []int{25, 120},
+	}
+}
+
+// scaleCounts divides each count by div.
+func scaleCounts(counts []int, div int) []int {
+	out := make([]int, len(counts))
+	for i, c := range counts {
+		out[i] = max(c/div, 1)
+	}
+	return out
+}
+
+// Link profiles.
+
+// slowLink is go-mplex's slow benchmark link.
+func slowLink() slowconn.Link {
+	return slowconn.Link{Bandwidth: slowLinkBits, Latency: slowLinkLatency}
+}
+
+// chunkLink is the Swarm experiment's injected latency on a fast link.
+func chunkLink() slowconn.Link {
+	l := slowconn.LAN()
+	l.Latency = chunkLatency
+	return l
+}
+
+// linkByName finds a slowconn profile.
+func linkByName(name string) (slowconn.Link, bool) {
+	for _, p := range slowconn.Profiles() {
+		if p.Name == name {
+			return p.Link, true
+		}
+	}
+	return slowconn.Link{}, false
+}
+
+// linkNames lists the slowconn profiles.
+func linkNames() []string {
+	var out []string
+	for _, p := range slowconn.Profiles() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// defaultLinks are the links of the slowdown workload.
+func defaultLinks(quick bool) []string {
+	if quick {
+		return []string{"LAN", "Mobile"}
+	}
+	return []string{"LAN", "Broadband", "Mobile", "LongFat"}
+}

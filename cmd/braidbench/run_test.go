@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p-testing/race"
+)
+
+// testOptions is -quick made smaller still, so that the test stays well
+// under 40 s; under the race detector (everything 5-20x slower) the
+// workloads shrink again and only one link and GOMAXPROCS value run.
+func testOptions(t *testing.T) options {
+	opts := options{Quick: true, Out: t.TempDir(), Rounds: 1, Timeout: 30 * time.Second,
+		Links: []string{"LAN", "Mobile"}, CPUs: []int{1, 2}, Plan: quickPlan()}
+	p := &opts.Plan
+	p.BulkBytes = 8 << 20
+	p.SmallPerStream = 20
+	p.PingCount = 100
+	p.PingMax = 100 * time.Millisecond
+	p.IdleStreams = 2000
+	p.LinkWork = 20 * time.Millisecond
+	p.SlowLinkWork = 100 * time.Millisecond
+	p.ChunkOps = 2
+	p.NotifyCounts = []int{20}
+	if race.WithRace() {
+		opts.Links, opts.CPUs = []string{"LAN"}, []int{2}
+		p.BulkBytes = 2 << 20
+		p.SmallPerStream = 5
+		p.PingCount = 20
+		p.PingNeighbours = 2
+		p.IdleStreams = 300
+		p.ChunkCounts = []int{25}
+		p.NotifyCounts = []int{5}
+	}
+	return opts
+}
+
+// TestQuickRun runs the tool in-process and checks results.json: every
+// contender present, every figure positive; then the HTML report in a
+// browser.
+func TestQuickRun(t *testing.T) {
+	opts := testOptions(t)
+	var logs bytes.Buffer
+	rep, err := run(context.Background(), opts, newProgress(&logs, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	writeText(&text, rep)
+	if err := writeFiles(opts.Out, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("took %v\n%s", rep.Duration, text.String())
+
+	t.Run("json", func(t *testing.T) {
+		js, err := os.ReadFile(filepath.Join(opts.Out, resultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Machine    machine `json:"machine"`
+			Contenders []struct {
+				Name string `json:"name"`
+			} `json:"contenders"`
+			Cells []struct {
+				ID      string `json:"id"`
+				Results []struct {
+					Contender     string               `json:"contender"`
+					Samples       []map[string]float64 `json:"samples"`
+					Failed        string               `json:"failed"`
+					NotApplicable string               `json:"not_applicable"`
+				} `json:"results"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(js, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Machine.Cores <= 0 || got.Machine.GoVersion == "" {
+			t.Errorf("machine info missing: %+v", got.Machine)
+		}
+		want := contenderNames()
+		if len(got.Contenders) != len(want) {
+			t.Fatalf("contenders %v, want %v", got.Contenders, want)
+		}
+		seen := map[string]int{}
+		for _, c := range got.Cells {
+			if len(c.Results) != len(want) {
+				t.Errorf("%s: %d results, want %d", c.ID, len(c.Results), len(want))
+			}
+			for _, r := range c.Results {
+				if r.NotApplicable != "" {
+					continue
+				}
+				if r.Failed != "" {
+					t.Errorf("%s: %s failed: %s", c.ID, r.Contender, r.Failed)
+					continue
+				}
+				if len(r.Samples) == 0 {
+					t.Errorf("%s: %s has no sample", c.ID, r.Contender)
+				}
+				for _, s := range r.Samples {
+					for k, v := range s {
+						if !(v > 0) {
+							t.Errorf("%s: %s: %s = %v, want > 0", c.ID, r.Contender, k, v)
+						}
+					}
+				}
+				seen[r.Contender]++
+			}
+		}
+		for _, name := range want {
+			if seen[name] == 0 {
+				t.Errorf("contender %s measured nowhere", name)
+			}
+		}
+	})
+
+	t.Run("browser", func(t *testing.T) {
+		checkInBrowser(t, filepath.Join(opts.Out, reportFile), expectedCharts(rep))
+	})
+}
+
+// expectedCharts counts the charts the report should hold.
+func expectedCharts(rep *report) int {
+	n := 0
+	for _, s := range buildSections(rep) {
+		n += len(s.charts)
+	}
+	return n
+}
+
+// chromiumNames are the names a headless Chromium goes by.
+func chromiumNames() []string { return []string{"chromium", "chromium-browser", "google-chrome"} }
+
+// minScreenshot is the least size of a PNG screenshot with charts on it;
+// a blank page is a few kilobytes.
+const minScreenshot = 20 << 10
+
+// checkInBrowser renders report in headless Chromium and checks that the
+// DOM holds want charts with data marks and that a screenshot shows
+// something.
+func checkInBrowser(t *testing.T, report string, want int) {
+	var bin string
+	for _, name := range chromiumNames() {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Skip("chromium not installed: skipping the browser check of report.html (Debian: apt-get install -y chromium)")
+	}
+	abs, err := filepath.Abs(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := func(extra ...string) []byte {
+		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir=" + t.TempDir()}, extra...)
+		args = append(args, "file://"+abs)
+		ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+		}
+		return out
+	}
+	dom := string(browser("--dump-dom"))
+	svgs := regexp.MustCompile(`(?s)<svg[^>]*class="chart".*?</svg>`).FindAllString(dom, -1)
+	withData := 0
+	mark := regexp.MustCompile(`<rect [^>]*data-value="[^"]+"`)
+	for _, s := range svgs {
+		if mark.MatchString(s) {
+			withData++
+		}
+	}
+	if want == 0 || withData != want {
+		t.Errorf("DOM has %d charts with data marks (of %d <svg>), want %d", withData, len(svgs), want)
+	}
+	if !strings.Contains(dom, "braidbench") {
+		t.Error("DOM lacks the report's title")
+	}
+	png := filepath.Join(t.TempDir(), "out.png")
+	browser("--screenshot="+png, "--window-size=1280,2000")
+	st, err := os.Stat(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() < minScreenshot {
+		t.Errorf("screenshot is %d bytes, want at least %d", st.Size(), minScreenshot)
+	}
+	if dir := os.Getenv("BRAIDBENCH_SCREENSHOT_DIR"); dir != "" {
+		b, _ := os.ReadFile(png)
+		_ = os.WriteFile(filepath.Join(dir, "out.png"), b, 0o644)
+	}
+}
+
+// browserTimeout bounds one headless Chromium run.
+const browserTimeout = 60 * time.Second

@@ -1,0 +1,351 @@
+package slowdown
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/braidmux/braid/internal/contenders"
+)
+
+// The loopback measurements: the benchmarks of benchmarks_test.go as
+// functions of a fixed amount of work, for the report tool. Each takes a
+// context; when it is done, the sessions are closed, which unblocks any
+// read or write of a contender that hangs.
+
+// LoopbackWrite is the write size of Bulk and of PingPong's bulk
+// neighbours.
+const LoopbackWrite = 64 * 1024
+
+// TCPPair returns both ends of a loopback TCP connection.
+func TCPPair() (net.Conn, net.Conn, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		if c := <-accepted; c != nil {
+			c.Close()
+		}
+		return nil, nil, err
+	}
+	c2 := <-accepted
+	if c2 == nil {
+		c1.Close()
+		return nil, nil, errors.New("loopback accept failed")
+	}
+	return c1, c2, nil
+}
+
+// Pair is a client and a server session of one contender.
+type Pair struct {
+	Client, Server contenders.Session
+	stop           func() bool
+}
+
+// NewPair makes c's client over c1 and server over c2. The sessions are
+// closed by Close or when ctx is done, whichever comes first.
+func NewPair(ctx context.Context, c contenders.Contender, c1, c2 net.Conn) (*Pair, error) {
+	client, server, err := c.New(c1, c2)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	p := &Pair{Client: client, Server: server}
+	p.stop = context.AfterFunc(ctx, p.closeSessions)
+	return p, nil
+}
+
+// LoopbackPair makes c's sessions over a loopback TCP connection.
+func LoopbackPair(ctx context.Context, c contenders.Contender) (*Pair, error) {
+	c1, c2, err := TCPPair()
+	if err != nil {
+		return nil, err
+	}
+	return NewPair(ctx, c, c1, c2)
+}
+
+func (p *Pair) closeSessions() {
+	p.Client.Close()
+	p.Server.Close()
+}
+
+// Close closes both sessions.
+func (p *Pair) Close() {
+	p.stop()
+	p.closeSessions()
+}
+
+// OpenPair opens a stream on the client and accepts it on the server. A
+// one-byte hello makes every multiplexer announce the stream.
+func (p *Pair) OpenPair(ctx context.Context) (client, server contenders.Stream, err error) {
+	type accepted struct {
+		s   contenders.Stream
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		s, err := p.Server.Accept()
+		if err == nil {
+			var one [1]byte
+			_, err = io.ReadFull(s, one[:])
+		}
+		ch <- accepted{s, err}
+	}()
+	cs, err := p.Client.Open(ctx)
+	if err == nil {
+		_, err = cs.Write([]byte{0})
+	}
+	if err != nil {
+		p.Close() // unblocks the accept
+		<-ch
+		return nil, nil, err
+	}
+	a := <-ch
+	if a.err != nil {
+		return nil, nil, a.err
+	}
+	return cs, a.s, nil
+}
+
+// LoopResult is one timed loopback run.
+type LoopResult struct {
+	Time   time.Duration
+	Writes uint64 // conn writes of the client session during the run
+}
+
+// Bulk sends total bytes on one stream of c over loopback TCP in
+// LoopbackWrite-byte writes and returns the time until the last byte was
+// read.
+func Bulk(ctx context.Context, c contenders.Contender, total int64) (LoopResult, error) {
+	p, err := LoopbackPair(ctx, c)
+	if err != nil {
+		return LoopResult{}, err
+	}
+	defer p.Close()
+	cs, ss, err := p.OpenPair(ctx)
+	if err != nil {
+		return LoopResult{}, err
+	}
+	buf := make([]byte, LoopbackWrite)
+	done := make(chan error, 1)
+	w0 := p.Client.Writes()
+	start := time.Now()
+	go drain(ss, total, done)
+	for left := total; left > 0; left -= int64(len(buf)) {
+		if _, err := cs.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			return LoopResult{}, ctxErr(ctx, err)
+		}
+	}
+	if err := <-done; err != nil {
+		return LoopResult{}, ctxErr(ctx, err)
+	}
+	return LoopResult{Time: time.Since(start), Writes: p.Client.Writes() - w0}, nil
+}
+
+// SmallMessages has each of streams streams of c write perStream messages
+// of size bytes at once over loopback TCP, and returns the time until the
+// last byte was read.
+func SmallMessages(ctx context.Context, c contenders.Contender, streams, perStream, size int) (LoopResult, error) {
+	p, err := LoopbackPair(ctx, c)
+	if err != nil {
+		return LoopResult{}, err
+	}
+	defer p.Close()
+	pairs := make([][2]contenders.Stream, streams)
+	for i := range pairs {
+		cs, ss, err := p.OpenPair(ctx)
+		if err != nil {
+			return LoopResult{}, ctxErr(ctx, err)
+		}
+		pairs[i] = [2]contenders.Stream{cs, ss}
+	}
+	msg := make([]byte, size)
+	done := make(chan error, 2*streams)
+	w0 := p.Client.Writes()
+	start := time.Now()
+	for _, s := range pairs {
+		go drain(s[1], int64(perStream*size), done)
+		go func(s contenders.Stream) {
+			for range perStream {
+				if _, err := s.Write(msg); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}(s[0])
+	}
+	for range 2 * streams {
+		if err := <-done; err != nil {
+			return LoopResult{}, ctxErr(ctx, err)
+		}
+	}
+	return LoopResult{Time: time.Since(start), Writes: p.Client.Writes() - w0}, nil
+}
+
+// PingPongSize is the request and reply size of PingPong.
+const PingPongSize = 64
+
+// PingPong measures up to n round trips of PingPongSize bytes on one stream
+// of c over loopback TCP, beside neighbours streams that send bulk data the
+// same way, and returns them sorted. It stops early after maxTime, with at
+// least one round trip.
+func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) ([]time.Duration, error) {
+	p, err := LoopbackPair(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	cs, ss, err := p.OpenPair(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer p.Close() // before wg.Wait: unblocks the bulk streams
+	defer close(stop)
+	for range neighbours {
+		bc, bs, err := p.OpenPair(ctx)
+		if err != nil {
+			return nil, err
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, _ = io.Copy(io.Discard, bs)
+		}()
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, LoopbackWrite)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := bc.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, PingPongSize)
+		for {
+			if _, err := io.ReadFull(ss, buf); err != nil {
+				return
+			}
+			if _, err := ss.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, PingPongSize)
+	rtts := make([]time.Duration, 0, n)
+	start := time.Now()
+	for i := 0; i < n && (i == 0 || time.Since(start) < maxTime); i++ {
+		t0 := time.Now()
+		if _, err := cs.Write(buf); err != nil {
+			return nil, ctxErr(ctx, err)
+		}
+		if _, err := io.ReadFull(cs, buf); err != nil {
+			return nil, ctxErr(ctx, err)
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	slices.Sort(rtts)
+	return rtts, nil
+}
+
+// Percentile returns the p-th percentile (0 < p < 100) of sorted.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)) * p / 100)
+	return sorted[min(i, len(sorted)-1)]
+}
+
+// IdleStreamHeap opens n streams of c over loopback TCP, accepts them all,
+// and returns the heap they hold per stream, both ends together. The
+// contender must allow n incoming streams. The heap is the process's: run
+// nothing else meanwhile.
+func IdleStreamHeap(ctx context.Context, c contenders.Contender, n int) (float64, error) {
+	p, err := LoopbackPair(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	accepted := make(chan []contenders.Stream, 1)
+	go func() {
+		ss := make([]contenders.Stream, 0, n)
+		for len(ss) < n {
+			s, err := p.Server.Accept()
+			if err != nil {
+				break
+			}
+			ss = append(ss, s)
+		}
+		accepted <- ss
+	}()
+	cs := make([]contenders.Stream, 0, n)
+	for len(cs) < n {
+		s, err := p.Client.Open(ctx)
+		if err != nil {
+			p.Close()
+			<-accepted
+			return 0, ctxErr(ctx, err)
+		}
+		cs = append(cs, s)
+	}
+	ss := <-accepted
+	if len(ss) != n {
+		return 0, ctxErr(ctx, fmt.Errorf("accepted %d of %d streams", len(ss), n))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	used := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	// The two slices of stream handles are the caller's, not the muxer's.
+	used -= float64(cap(cs)+cap(ss)) * interfaceSize
+	runtime.KeepAlive(cs)
+	runtime.KeepAlive(ss)
+	return used / float64(n), nil
+}
+
+// interfaceSize is the size of an interface value.
+const interfaceSize = 16
+
+// drain reads n bytes from s and reports the error, if any, on done.
+func drain(s io.Reader, n int64, done chan<- error) {
+	_, err := io.CopyN(io.Discard, s, n)
+	done <- err
+}
+
+// ctxErr prefers ctx's error: once ctx is done the sessions are closed, and
+// the error a contender returns then says less than why it was closed.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	return err
+}

@@ -1,0 +1,117 @@
+package libp2pmux
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/braidmux/braid"
+	"github.com/libp2p/go-libp2p/core/network"
+)
+
+// conn is a *braid.Session seen as a network.MuxedConn, with the resource
+// span that accounts its memory.
+type conn struct {
+	sess *braid.Session
+
+	// span is the connection's span of the peer scope (nil without a
+	// scope). It ends once, when the session has ended and released what
+	// it had reserved.
+	span       network.ResourceScopeSpan
+	spanOnce   sync.Once
+	localClose atomic.Bool // Close or CloseWithError was called
+}
+
+var _ network.MuxedConn = (*conn)(nil)
+
+// NewMuxedConn returns sess as a network.MuxedConn, for sessions made with
+// braid.Client or braid.Server directly. Memory accounting is whatever
+// sess was configured with; Transport.NewConn is the usual way to get a
+// MuxedConn.
+func NewMuxedConn(sess *braid.Session) network.MuxedConn {
+	return &conn{sess: sess}
+}
+
+// newConn wraps sess; when span is not nil, it ends the span once the
+// session has ended, however it ends.
+func newConn(sess *braid.Session, span network.ResourceScopeSpan) *conn {
+	c := &conn{sess: sess, span: span}
+	if span != nil {
+		go c.watch()
+	}
+	return c
+}
+
+// watch ends the span when the session ends on its own: the peer closed
+// it, the connection failed, the keep-alive timed out. braid has no hook
+// for that, so a goroutine waits on the session's close channel; it costs
+// a parked goroutine per connection that has a scope.
+func (c *conn) watch() {
+	<-c.sess.CloseChan()
+	if c.localClose.Load() {
+		return // Close ends the span after the session is done.
+	}
+	// Close waits until the session's goroutines are gone: when the
+	// session ended because of its connection, that is once its streams
+	// released their memory.
+	_ = c.sess.Close()
+	c.endSpan()
+}
+
+// endSpan ends the span, once.
+func (c *conn) endSpan() {
+	if c.span != nil {
+		c.spanOnce.Do(c.span.Done)
+	}
+}
+
+// Close closes the session and the underlying connection: the peer gets a
+// normal go-away, open streams are reset, and all memory reserved for the
+// connection is released.
+func (c *conn) Close() error {
+	c.localClose.Store(true)
+	err := c.sess.Close()
+	c.endSpan()
+	return err
+}
+
+// CloseWithError closes like Close, sending code in the go-away; the peer's
+// streams and calls fail with a *network.ConnError carrying it.
+func (c *conn) CloseWithError(code network.ConnErrorCode) error {
+	c.localClose.Store(true)
+	err := c.sess.CloseWithError(uint32(code))
+	c.endSpan()
+	return err
+}
+
+// IsClosed reports whether the session is closed or closing.
+func (c *conn) IsClosed() bool { return c.sess.IsClosed() }
+
+// OpenStream opens a new stream; errors are mapped by parseError.
+func (c *conn) OpenStream(ctx context.Context) (network.MuxedStream, error) {
+	s, err := c.sess.OpenStream(ctx)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	return (*stream)(s), nil
+}
+
+// AcceptStream waits for a stream the peer opens; errors are mapped by
+// parseError.
+func (c *conn) AcceptStream() (network.MuxedStream, error) {
+	s, err := c.sess.AcceptStream()
+	if err != nil {
+		return nil, parseError(err)
+	}
+	return (*stream)(s), nil
+}
+
+// As sets target, which must be a **braid.Session, to the underlying braid
+// session and reports whether it did, like errors.As.
+func (c *conn) As(target any) bool {
+	if t, ok := target.(**braid.Session); ok {
+		*t = c.sess
+		return true
+	}
+	return false
+}

@@ -1,0 +1,46 @@
+// Package libp2pmux plugs braid into go-libp2p as a stream multiplexer.
+//
+// braid speaks yamux (/yamux/1.0.0) byte for byte, so a host built with
+// this package replaces go-libp2p's stock yamux muxer and still talks to
+// every yamux peer: go-libp2p, rust-libp2p, js-libp2p and the others.
+// Frames of many streams are coalesced into few writes on the secure
+// connection, which saves system calls and encryption records.
+//
+// To use it, give the transport to libp2p.Muxer in place of yamux:
+//
+//	h, err := libp2p.New(
+//		libp2p.Muxer(libp2pmux.ID, libp2pmux.DefaultTransport),
+//	)
+//
+// DefaultTransport uses DefaultConfig: braid's defaults tuned like
+// go-libp2p's yamux (a 16 MiB stream window, and no incoming stream limit
+// of its own, since go-libp2p's resource manager limits streams). To tune
+// the muxer, change a DefaultConfig and build a Transport with
+// NewTransport.
+//
+// # Resource accounting
+//
+// Each connection begins a span of the network.PeerScope go-libp2p hands to
+// NewConn. braid reserves a new stream's initial window and every growth of
+// a receive window from that span before it commits to it, so the resource
+// manager can refuse; a refused growth leaves the window as it is, a
+// refused stream is reset. Everything is released when streams end and
+// when the connection closes, and the span ends with the connection.
+//
+// # Errors
+//
+// Errors are mapped to go-libp2p's the way its yamux adapter maps
+// go-yamux's: a reset stream fails with a *network.StreamError carrying
+// the peer's or our error code (it matches network.ErrReset with
+// errors.Is, and wraps the *braid.StreamError), a connection closed with a
+// go-away code fails with a *network.ConnError (which matches
+// network.ErrReset too, and wraps the *braid.GoAwayError), and any other
+// error that resets a stream matches network.ErrReset.
+//
+// # Reaching braid
+//
+// The network.MuxedConn returned by NewConn unwraps to the *braid.Session
+// with its As method, and streams unwrap to the *braid.Stream the same way,
+// for statistics (Session.Stats, Session.RTT) and the like. Don't close or
+// reset them behind go-libp2p's back.
+package libp2pmux
