@@ -136,6 +136,9 @@ type codec interface {
 	// appendHeader appends the wire form of h (for data frames, the part
 	// before the payload) to dst.
 	appendHeader(dst []byte, h header) []byte
+	// encodeData returns the wire header of data frame h by value (no
+	// allocation), for payloads written by reference.
+	encodeData(h header) (b [headerSize]byte, n int)
 }
 
 // yamuxCodec is the yamux wire format.
@@ -159,6 +162,11 @@ func (yamuxCodec) readHeader(r *bufio.Reader) (header, int, error) {
 }
 
 func (yamuxCodec) appendHeader(dst []byte, h header) []byte { return h.appendTo(dst) }
+
+func (yamuxCodec) encodeData(h header) (b [headerSize]byte, n int) {
+	h.put(b[:])
+	return b, headerSize
+}
 
 // newCodec returns the codec of p for the client or server side.
 func newCodec(p Protocol, client bool) codec {

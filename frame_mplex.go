@@ -74,6 +74,9 @@ func (c mplexCodec) readHeader(r *bufio.Reader) (header, int, error) {
 	}
 	length, n2, err := readUvarint(r)
 	n := n1 + n2
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the conn ended inside a frame
+	}
 	if err != nil {
 		return header{}, n, err
 	}
@@ -103,6 +106,9 @@ func (c mplexCodec) readHeader(r *bufio.Reader) (header, int, error) {
 	}
 	// Not data: skip the name (or the empty body) here.
 	m, err := r.Discard(int(length))
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
 	h.length = 0
 	return h, n + m, err
 }
@@ -145,6 +151,19 @@ func (c mplexCodec) appendHeader(dst []byte, h header) []byte {
 		return appendUvarint(dst, 0)
 	}
 	return dst
+}
+
+// encodeData returns a Message header: two uvarints of at most 5 bytes
+// (id < 2^31, tag) and 3 bytes (length <= 1 MiB), within headerSize.
+func (c mplexCodec) encodeData(h header) (b [headerSize]byte, n int) {
+	id, openedByClient := mplexWireID(h.streamID)
+	tag := uint64(mplexMessageReceiver)
+	if openedByClient == c.client {
+		tag = mplexMessageInitiator
+	}
+	n = varint.PutUvarint(b[:], id<<3|tag)
+	n += varint.PutUvarint(b[n:], uint64(h.length))
+	return b, n
 }
 
 // readUvarint reads a minimal uvarint of at most 9 bytes (63 bits), as

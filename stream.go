@@ -169,7 +169,9 @@ func (s *Stream) consumedLocked(n uint32) (header, bool) {
 		return header{}, false
 	}
 	delta := s.recvPending
-	if s.readState == halfOpen {
+	if s.readState == halfOpen && s.epochBytes >= s.recvWindow/2 {
+		// A growth epoch spans at least half a window, so that the rate
+		// it measures is not the burst of one read.
 		now := time.Now()
 		delta += s.growWindowLocked(now)
 		s.epoch, s.epochBytes = now, 0
@@ -191,21 +193,28 @@ func updateThreshold(window uint32) uint32 {
 // largeWindowUpdates is how many updates a large window is returned in.
 const largeWindowUpdates = 8
 
+// growthRTTs: a window the consumption rate empties in fewer round trips
+// than this is too small. Four, as quic-go: the window must cover the round
+// trip of the data and of the update that returns it, with room to spare.
+const growthRTTs = 4
+
 // growWindowLocked doubles the receive window while the sender is limited
-// by it: when the bytes consumed since the last update came at a rate that
-// would consume the whole window in less than two round trips, the window
-// is smaller than twice the bandwidth-delay product and throttles the
-// transfer. Growth stops at Config.MaxStreamWindow or when the memory
-// manager refuses. Returns the growth. mu held.
+// by it: when the bytes consumed in this epoch (at least half a window)
+// came at a rate that would consume the whole window in less than four
+// round trips, the window is smaller than four bandwidth-delay products
+// and may throttle the transfer (quic-go's rule). Growth stops at
+// Config.MaxStreamWindow or when the memory manager refuses. Returns the
+// growth. mu held.
 func (s *Stream) growWindowLocked(now time.Time) uint32 {
 	maxWindow := s.session.cfg.MaxStreamWindow
 	rtt := s.session.RTT()
 	if rtt <= 0 || s.recvWindow >= maxWindow {
 		return 0
 	}
-	// rate*2rtt > window, with rate = epochBytes/elapsed, in integers.
+	// elapsed < 4 rtt * epochBytes/window: the rate times 4 rtt exceeds
+	// the window.
 	elapsed := now.Sub(s.epoch)
-	if float64(s.epochBytes)*float64(2*rtt) <= float64(elapsed)*float64(s.recvWindow) {
+	if float64(elapsed)*float64(s.recvWindow) >= growthRTTs*float64(rtt)*float64(s.epochBytes) {
 		return 0
 	}
 	grow := min(s.recvWindow, maxWindow-s.recvWindow)
@@ -253,7 +262,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 			return written, err
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
-		if n < refThreshold || len(w.codec.appendHeader(nil, h)) > headerSize {
+		if n < refThreshold {
 			if err := w.queueData(h, b[:n], s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
@@ -265,7 +274,8 @@ func (s *Stream) Write(b []byte) (int, error) {
 			}
 			w.mu.Unlock()
 			frame := [1]refFrame{{payload: b[:n]}}
-			frame[0].hdrLen = uint8(len(w.codec.appendHeader(frame[0].hdr[:0], h)))
+			hdr, hn := w.codec.encodeData(h)
+			frame[0].hdr, frame[0].hdrLen = hdr, uint8(hn)
 			if err := w.queueRef(s, frame[:]); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
