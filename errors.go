@@ -104,12 +104,14 @@ func (e *GoAwayError) Error() string {
 	return fmt.Sprintf("braid: sent go-away, code %d", e.ErrorCode)
 }
 
-// Is reports whether target is ErrStreamReset, ErrSessionClosed,
-// ErrRemoteGoAway (for a remote go-away) or an equal *GoAwayError.
+// Is reports whether target is ErrRemoteGoAway (for a remote go-away), an
+// equal *GoAwayError, or ErrStreamReset and ErrSessionClosed for a go-away
+// that ended the session (every one but the peer's normal go-away, which
+// only refuses new streams).
 func (e *GoAwayError) Is(target error) bool {
 	switch target {
 	case ErrStreamReset, ErrSessionClosed:
-		return true
+		return !e.Remote || e.ErrorCode != GoAwayNormal
 	case ErrRemoteGoAway:
 		return e.Remote
 	}

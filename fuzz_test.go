@@ -1,0 +1,153 @@
+package braid
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// FuzzDecodeHeader proves that decodeHeader never panics on any 12 bytes,
+// and that every header it accepts re-encodes to the same bytes.
+func FuzzDecodeHeader(f *testing.F) {
+	for _, h := range []header{
+		{typ: typeData, flags: flagSYN, streamID: 1, length: 5},
+		{typ: typeWindowUpdate, flags: flagACK | flagFIN, streamID: 2, length: 1 << 20},
+		{typ: typeWindowUpdate, flags: flagRST, streamID: 3, length: 7},
+		{typ: typePing, flags: flagSYN, length: 42},
+		{typ: typeGoAway, length: GoAwayProtocolError},
+	} {
+		f.Add(h.appendTo(nil))
+	}
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	f.Add([]byte{0, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < headerSize {
+			return
+		}
+		b = b[:headerSize]
+		h, err := decodeHeader(b)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error %v does not match ErrProtocol", err)
+			}
+			return
+		}
+		var out [headerSize]byte
+		h.put(out[:])
+		if !bytes.Equal(out[:], b) {
+			t.Fatalf("header %+v re-encodes as %x, decoded from %x", h, out, b)
+		}
+	})
+}
+
+// countingMemory is a MemoryManager that tracks what is reserved.
+type countingMemory struct{ reserved atomic.Int64 }
+
+func (m *countingMemory) ReserveMemory(size int, _ uint8) error {
+	m.reserved.Add(int64(size))
+	return nil
+}
+
+func (m *countingMemory) ReleaseMemory(size int) { m.reserved.Add(-int64(size)) }
+
+// sessionSeeds are valid yamux byte streams a client could send, built
+// from real frames, to start the fuzzer from meaningful input.
+func sessionSeeds() [][]byte {
+	fr := func(typ frameType, flags frameFlags, id, length uint32, payload string) []byte {
+		return append(header{typ: typ, flags: flags, streamID: id, length: length}.appendTo(nil), payload...)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	synData := fr(typeData, flagSYN, 1, 5, "hello")
+	return [][]byte{
+		synData,
+		cat(fr(typeWindowUpdate, flagSYN, 1, 0, ""), fr(typeData, 0, 1, 3, "abc"), fr(typeWindowUpdate, flagFIN, 1, 0, "")),
+		cat(synData, fr(typeWindowUpdate, 0, 1, 1<<20, ""), fr(typeData, flagFIN, 1, 2, "ok")),
+		cat(synData, fr(typeWindowUpdate, flagRST, 1, 9, "")),
+		cat(synData, fr(typeData, flagRST, 1, 0, "")),
+		cat(fr(typePing, flagSYN, 0, 1, ""), fr(typePing, flagACK, 0, 1, "")),
+		fr(typeGoAway, 0, 0, GoAwayNormal, ""),
+		cat(synData, fr(typeGoAway, 0, 0, GoAwayProtocolError, "")),
+		cat(synData, fr(typeWindowUpdate, flagSYN, 3, 0, ""), fr(typeData, 0, 3, 4, "more"), fr(typeData, 0, 1, 1, "!")),
+		cat(synData, fr(typeData, flagFIN, 1, 0, ""), fr(typeData, 0, 1, 1, "x")),
+	}
+}
+
+// FuzzSession feeds arbitrary bytes to a braid Server as its client peer
+// over net.Pipe, with an application that accepts every stream and echoes
+// it. Whatever the bytes, the session must not panic, must close with an
+// error matching ErrSessionClosed once the peer hangs up, Close must return
+// in bounded time, every stream goroutine must end, and every byte of
+// memory reserved must be released.
+func FuzzSession(f *testing.F) {
+	for _, s := range sessionSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		mem := &countingMemory{}
+		cfg := DefaultConfig()
+		cfg.EnableKeepAlive = false
+		cfg.Memory = mem
+		c1, c2 := net.Pipe()
+		s, err := Server(c2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // the peer reads everything braid writes
+			defer wg.Done()
+			_, _ = io.Copy(io.Discard, c1)
+		}()
+		go func() { // the application echoes every stream
+			defer wg.Done()
+			for {
+				st, err := s.AcceptStream()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = io.Copy(st, st)
+					_ = st.Close()
+				}()
+			}
+		}()
+		_, _ = c1.Write(in) // fails once braid closed the pipe: fine
+		_ = c1.Close()      // the peer hangs up
+
+		select {
+		case <-s.CloseChan():
+		case <-time.After(5 * time.Second):
+			t.Fatal("session still open 5 s after its peer hung up")
+		}
+		closed := make(chan struct{})
+		go func() { _ = s.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not return within 5 s")
+		}
+		if err := s.Err(); !errors.Is(err, ErrSessionClosed) {
+			t.Fatalf("session ended with %v, not matching ErrSessionClosed", err)
+		}
+		if n := s.NumStreams(); n != 0 {
+			t.Fatalf("%d streams left after Close", n)
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("stream goroutines still blocked 5 s after Close")
+		}
+		if r := mem.reserved.Load(); r != 0 {
+			t.Fatalf("%d bytes of memory still reserved after Close", r)
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package braid
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	yamux "github.com/libp2p/go-yamux/v5"
+	"golang.org/x/net/nettest"
+)
+
+// TestStreamNetConn runs golang.org/x/net/nettest's net.Conn conformance
+// suite (deadlines, Close while blocked, concurrent use, io.EOF after
+// close, ...) on a pair of braid streams, over TCP and over net.Pipe.
+func TestStreamNetConn(t *testing.T) {
+	for name, mk := range connTypes() {
+		t.Run(name, func(t *testing.T) {
+			nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+				c1, c2 := mk(t)
+				return braidStreamPair(c1, c2)
+			})
+		})
+	}
+}
+
+// braidStreamPair opens a stream between two fresh braid sessions over
+// c1/c2; stop closes the streams and the sessions.
+func braidStreamPair(c1, c2 net.Conn) (net.Conn, net.Conn, func(), error) {
+	client, err := Client(c1, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	server, err := Server(c2, nil)
+	if err != nil {
+		client.Close()
+		return nil, nil, nil, err
+	}
+	stop := func() {
+		client.Close()
+		server.Close()
+	}
+	a, err := client.OpenStream(context.Background())
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	b, err := server.AcceptStream()
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return a, b, func() {
+		a.Close()
+		b.Close()
+		stop()
+	}, nil
+}
+
+// TestStreamNetConnVsYamux runs the same suite on a braid stream whose peer
+// is a go-yamux stream; the suite checks both ends, so go-yamux's stream
+// must pass it too (it does in v5.1.0).
+func TestStreamNetConnVsYamux(t *testing.T) {
+	nettest.TestConn(t, func() (net.Conn, net.Conn, func(), error) {
+		c1, c2 := tcpPair(t)
+		bs, err := Client(c1, nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ys, err := yamux.Server(c2, yamuxConfig(), nil)
+		if err != nil {
+			bs.Close()
+			return nil, nil, nil, err
+		}
+		stop := func() {
+			bs.Close()
+			ys.Close()
+		}
+		a, err := bs.OpenStream(context.Background())
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		b, err := ys.AcceptStream()
+		if err != nil {
+			stop()
+			return nil, nil, nil, err
+		}
+		return a, b, func() {
+			a.Close()
+			b.Close()
+			stop()
+		}, nil
+	})
+}
