@@ -420,22 +420,34 @@ func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int,
 	return nil
 }
 
-// write makes one Write call on the conn under the connection write
-// timeout.
+// write writes b to the conn under the connection write timeout, which
+// only a Write that accepted no byte in time exhausts.
 func (w *writer) write(b []byte) error {
-	w.armWriteTimeout()
-	n, err := w.conn.Write(b)
-	return w.account(int64(n), err)
+	for {
+		w.armWriteTimeout()
+		n, err := w.conn.Write(b)
+		b = b[n:]
+		// A conn that accepted bytes before the timeout is slow, not
+		// stalled: only a whole timeout without a byte ends the session.
+		if err = w.account(int64(n), err); err != ErrConnectionWriteTimeout || n == 0 || len(b) == 0 {
+			return err
+		}
+	}
 }
 
-// writeVec makes one writev call on the conn under the connection write
-// timeout. vec's backing array stays the caller's.
+// writeVec writes vec with writev under the connection write timeout, as
+// write does. vec's backing array stays the caller's.
 func (w *writer) writeVec(vec net.Buffers) error {
-	w.armWriteTimeout()
 	w.vec = vec
-	n, err := w.vec.WriteTo(w.conn)
-	w.vec = nil
-	return w.account(n, err)
+	for {
+		w.armWriteTimeout()
+		n, err := w.vec.WriteTo(w.conn) // consumes what was written
+		// As in write: retry while the conn accepts bytes.
+		if err = w.account(n, err); err != ErrConnectionWriteTimeout || n == 0 || len(w.vec) == 0 {
+			w.vec = nil
+			return err
+		}
+	}
 }
 
 func (w *writer) armWriteTimeout() {

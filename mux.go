@@ -208,6 +208,10 @@ func (s *Session) wakeOpenersLocked() {
 // AcceptStream waits for the next stream the peer opens and acknowledges
 // it. It fails once the session is closed.
 func (s *Session) AcceptStream() (*Stream, error) {
+	if s.IsClosed() {
+		// The backlog of a closed session holds only dead streams.
+		return nil, s.closeError(nil)
+	}
 	select {
 	case st := <-s.acceptCh:
 		st.mu.Lock()
