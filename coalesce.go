@@ -24,11 +24,11 @@ const (
 	// to the writer by reference (written with writev, not copied).
 	// Smaller payloads are copied into the batch: a copy of a few KiB
 	// costs less than the wake-up a by-reference write needs.
-	refThreshold = 4 * 1024
+	refThreshold = 16 * 1024
 )
 
 // refFrame is a data frame whose payload is the caller's memory. Its stream
-// waits until it is written (or copies it, see writer.detach).
+// waits until it is written (or has it copied, see writer.detach).
 type refFrame struct {
 	hdr     [headerSize]byte // the codec's header, hdr[:hdrLen]
 	hdrLen  uint8
@@ -50,9 +50,11 @@ type writerStats struct {
 	frames, writes, bytes atomic.Uint64
 }
 
-// writer is the only code that writes to the connection. Streams and the
-// read loop queue frames; one goroutine (run, owned by the Session, started
-// by newSession and ended by close) drains everything queued into one write.
+// writer is the only code that writes to the connection. The read loop and
+// streams queue control frames in one queue, and streams their data in
+// their own queues (sendqueue.go); one goroutine (run, owned by the
+// Session, started by newSession and ended by close) drains all control
+// frames and the streams' frames, round-robin, into one write.
 // No timer is armed unless CoalesceDelay is set, so a lone frame is written
 // as soon as the goroutine wakes, and batches grow only while the conn is
 // busy with the previous write.
@@ -73,16 +75,15 @@ type writer struct {
 	ctrl      []byte        // control frames; written first
 	ctrlEnds  []int         // end offset of each frame in ctrl
 	pongs     int           // pongs in ctrl
-	data      []byte        // copied stream frames in FIFO order
-	dataEnds  []int         // end offset of each frame in data
-	refs      []refFrame    // by-reference frames in FIFO order, after data
-	inflight  []refFrame    // refs taken by the current write
+	ring      []*Stream     // streams with queued frames, in turn order
+	ringSpare []*Stream     // the ring's other buffer, swapped per batch
+	queued    int           // copied stream bytes queued in all streams
+	inflight  []refFrame    // by-reference frames taken by the current write
 	idle      bool          // run is parked waiting for wake
-	room      chan struct{} // closed when queue space frees up; nil if nobody waits
+	room      chan struct{} // closed when ctrl space frees up; nil if nobody waits
 	err       error         // sticky; set once, by close or a failed write
 	draining  bool          // close asked run to flush what is queued and stop
-	spareCtrl []byte        // buffers swapped with ctrl and data per batch
-	spareData []byte
+	spareCtrl []byte        // buffer swapped with ctrl per batch
 
 	wake chan struct{} // one slot: something was queued, or close
 }
@@ -174,88 +175,6 @@ func (w *writer) queuePong(id uint32) {
 	w.mu.Unlock()
 }
 
-// queueData queues a stream frame with its payload copied, in order with the
-// stream's other frames. It waits while the data queue holds a full batch.
-func (w *writer) queueData(h header, payload []byte, cancel <-chan struct{}) error {
-	w.mu.Lock()
-	for len(w.data) >= w.maxBatch && w.err == nil {
-		room := w.waitRoom()
-		w.mu.Unlock()
-		select {
-		case <-room:
-		case <-cancel:
-			return os.ErrDeadlineExceeded
-		case <-w.done:
-		}
-		w.mu.Lock()
-	}
-	if w.err != nil {
-		err := w.err
-		w.mu.Unlock()
-		return err
-	}
-	w.data = w.codec.appendHeader(w.data, h)
-	w.data = append(w.data, payload...)
-	w.dataEnds = append(w.dataEnds, len(w.data))
-	w.signal()
-	w.mu.Unlock()
-	return nil
-}
-
-// queueRef queues data frames whose payloads stay the caller's memory; the
-// stream must then call awaitRefs before it touches or returns them.
-func (w *writer) queueRef(s *Stream, frames []refFrame) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	for i := range frames {
-		frames[i].owner = s
-	}
-	w.refs = append(w.refs, frames...)
-	s.pendingRefs += len(frames)
-	w.signal()
-	return nil
-}
-
-// awaitRefs waits until the writer is done with s's by-reference frames.
-// When cancel fires first, frames not yet taken by a write are copied so the
-// caller's memory is free; the bytes are still sent (they were accepted, as
-// a socket's send buffer accepts them). Frames already in a write are
-// waited for: that write ends within the connection write timeout.
-func (w *writer) awaitRefs(s *Stream, cancel <-chan struct{}) error {
-	for {
-		w.mu.Lock()
-		if s.pendingRefs == 0 {
-			err := s.refErr
-			s.refErr = nil
-			w.mu.Unlock()
-			return err
-		}
-		w.mu.Unlock()
-		select {
-		case <-s.flushed:
-		case <-cancel:
-			w.detach(s)
-			cancel = nil
-		}
-	}
-}
-
-// detach copies the payloads of s's queued frames so that s can return.
-func (w *writer) detach(s *Stream) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i := range w.refs {
-		if f := &w.refs[i]; f.owner == s {
-			f.payload = append([]byte(nil), f.payload...)
-			f.owner = nil
-			s.pendingRefs--
-		}
-	}
-}
-
 // run is the writer goroutine.
 func (w *writer) run() {
 	defer close(w.done)
@@ -269,18 +188,18 @@ func (w *writer) run() {
 	)
 	for {
 		w.mu.Lock()
-		for len(w.ctrl) == 0 && len(w.data) == 0 && len(w.refs) == 0 && w.err == nil && !w.draining {
+		for len(w.ctrl) == 0 && len(w.ring) == 0 && w.err == nil && !w.draining {
 			w.idle = true
 			w.mu.Unlock()
 			<-w.wake
 			w.mu.Lock()
 		}
-		if w.err != nil || (w.draining && len(w.ctrl) == 0 && len(w.data) == 0 && len(w.refs) == 0) {
+		if w.err != nil || (w.draining && len(w.ctrl) == 0 && len(w.ring) == 0) {
 			w.failLocked(w.err)
 			w.mu.Unlock()
 			return
 		}
-		if w.delay > 0 && len(w.data)+len(w.ctrl) < w.maxBatch && !w.draining {
+		if w.delay > 0 && w.queued+len(w.ctrl) < w.maxBatch && !w.draining {
 			// Nagle-like: one timer per batch, never per frame.
 			w.mu.Unlock()
 			if delayTimer == nil {
@@ -296,23 +215,13 @@ func (w *writer) run() {
 				return
 			}
 		}
-		// Take the batch: every control frame, every copied frame, and
-		// by-reference frames up to the batch bound (at least one).
+		// Take the batch: every control frame, then the streams' frames
+		// round-robin up to the batch bound.
 		ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
-		data, w.data = w.data, w.spareData[:0]
-		ends, w.dataEnds = append(ends[:0], w.dataEnds...), w.dataEnds[:0]
 		ctrlEnds, w.ctrlEnds = append(ctrlEnds[:0], w.ctrlEnds...), w.ctrlEnds[:0]
 		w.pongs = 0
-		size := len(ctrl) + len(data)
-		n := 0
-		for n < len(w.refs) && (n == 0 || size+headerSize+len(w.refs[n].payload) <= w.maxBatch) {
-			size += headerSize + len(w.refs[n].payload)
-			n++
-		}
-		w.inflight = append(w.inflight[:0], w.refs[:n]...)
-		m := copy(w.refs, w.refs[n:])
-		clear(w.refs[m:])
-		w.refs = w.refs[:m]
+		var size int
+		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl))
 		if w.room != nil {
 			close(w.room)
 			w.room = nil
@@ -349,7 +258,7 @@ func (w *writer) run() {
 		w.stats.frames.Add(frames)
 
 		w.mu.Lock()
-		w.spareCtrl, w.spareData = ctrl[:0], data[:0]
+		w.spareCtrl = ctrl[:0]
 		for i := range w.inflight {
 			if s := w.inflight[i].owner; s != nil {
 				s.pendingRefs--
@@ -357,10 +266,7 @@ func (w *writer) run() {
 					s.refErr = err
 				}
 				if s.pendingRefs == 0 {
-					select {
-					case s.flushed <- struct{}{}:
-					default:
-					}
+					notifyFlushed(s)
 				}
 			}
 		}
@@ -381,6 +287,9 @@ func (w *writer) run() {
 		}
 		if len(flat) > 4*w.maxBatch {
 			flat = nil // don't keep a rare huge batch's buffer
+		}
+		if cap(data) > 4*w.maxBatch {
+			data = nil
 		}
 	}
 }
@@ -474,21 +383,17 @@ func (w *writer) failLocked(err error) {
 	if w.err == nil {
 		w.err = ErrSessionClosed
 	}
-	for _, q := range [][]refFrame{w.refs, w.inflight} {
-		for i := range q {
-			if s := q[i].owner; s != nil {
-				s.pendingRefs--
-				if s.refErr == nil {
-					s.refErr = w.err
-				}
-				select {
-				case s.flushed <- struct{}{}:
-				default:
-				}
+	for i := range w.inflight {
+		if s := w.inflight[i].owner; s != nil {
+			s.pendingRefs--
+			if s.refErr == nil {
+				s.refErr = w.err
 			}
+			notifyFlushed(s)
 		}
 	}
-	w.refs, w.inflight = nil, nil
+	w.inflight = nil
+	w.failQueuesLocked()
 	if w.room != nil {
 		close(w.room)
 		w.room = nil

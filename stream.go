@@ -54,6 +54,7 @@ type Stream struct {
 	recvPending uint32    // bytes consumed since the last window update
 	epoch       time.Time // start of the current growth epoch
 	epochBytes  uint32    // bytes consumed since epoch
+	arrived     uint32    // bytes received since epoch
 	reserved    int       // bytes reserved from Config.Memory
 	// Sending side of flow control.
 	sendWindow uint32 // bytes we may still send
@@ -65,9 +66,10 @@ type Stream struct {
 	writeDeadline deadline
 
 	// Guarded by the session writer's mu.
+	sq          sendQueue     // frames waiting for the writer
 	pendingRefs int           // by-reference frames not yet written
 	refErr      error         // the write error that ended one of them
-	flushed     chan struct{} // one slot; made by the first by-reference Write
+	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
 }
 
 func newStream(sess *Session, id uint32) *Stream {
@@ -174,7 +176,7 @@ func (s *Stream) consumedLocked(n uint32) (header, bool) {
 		// it measures is not the burst of one read.
 		now := time.Now()
 		delta += s.growWindowLocked(now)
-		s.epoch, s.epochBytes = now, 0
+		s.epoch, s.epochBytes, s.arrived = now, 0, 0
 	}
 	s.recvPending = 0
 	s.recvCredit += delta
@@ -193,16 +195,24 @@ func updateThreshold(window uint32) uint32 {
 // largeWindowUpdates is how many updates a large window is returned in.
 const largeWindowUpdates = 8
 
-// growthRTTs: a window the consumption rate empties in fewer round trips
-// than this is too small. Four, as quic-go: the window must cover the round
-// trip of the data and of the update that returns it, with room to spare.
-const growthRTTs = 4
+// backlogFraction: with more than 1/backlogFraction of the window
+// unread, the window is not grown.
+const backlogFraction = 8
+
+// growthRTTs: a window the arrival rate fills in fewer round trips than
+// this is too small. Two: the window must cover the round trip of the data
+// and of the update that returns it. (quic-go uses four; with more, every
+// busy stream on a fast local link keeps megabytes in flight, and a small
+// request queues behind them in the socket buffers.)
+const growthRTTs = 2
 
 // growWindowLocked doubles the receive window while the sender is limited
-// by it: when the bytes consumed in this epoch (at least half a window)
-// came at a rate that would consume the whole window in less than four
-// round trips, the window is smaller than four bandwidth-delay products
-// and may throttle the transfer (quic-go's rule). Growth stops at
+// by it: when the bytes that arrived in this epoch (which ends once half a
+// window is consumed) came at a rate that would fill the whole window in
+// less than growthRTTs round trips, the window is smaller than that many
+// bandwidth-delay products and throttles the transfer (quic-go's rule,
+// with the arrival rate: the rate a reader drains a backlog at says
+// nothing about the link). Growth stops at
 // Config.MaxStreamWindow or when the memory manager refuses. Returns the
 // growth. mu held.
 func (s *Stream) growWindowLocked(now time.Time) uint32 {
@@ -211,10 +221,16 @@ func (s *Stream) growWindowLocked(now time.Time) uint32 {
 	if rtt <= 0 || s.recvWindow >= maxWindow {
 		return 0
 	}
-	// elapsed < 4 rtt * epochBytes/window: the rate times 4 rtt exceeds
-	// the window.
+	if s.recv.size > int(s.recvWindow/backlogFraction) {
+		// The reader is draining a backlog: the rate it reads at is not
+		// the rate data arrives at, and a window the reader can't keep
+		// empty is not what limits the sender.
+		return 0
+	}
+	// elapsed < growthRTTs * rtt * arrived/window: the arrival rate times
+	// growthRTTs round trips exceeds the window.
 	elapsed := now.Sub(s.epoch)
-	if float64(elapsed)*float64(s.recvWindow) >= growthRTTs*float64(rtt)*float64(s.epochBytes) {
+	if float64(elapsed)*float64(s.recvWindow) >= growthRTTs*float64(rtt)*float64(s.arrived) {
 		return 0
 	}
 	grow := min(s.recvWindow, maxWindow-s.recvWindow)
@@ -263,20 +279,13 @@ func (s *Stream) Write(b []byte) (int, error) {
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
 		if n < refThreshold {
-			if err := w.queueData(h, b[:n], s.writeDeadline.wait()); err != nil {
+			if err := w.queueData(s, h, b[:n], s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
 		} else {
-			w.mu.Lock()
-			if s.flushed == nil {
-				s.flushed = make(chan struct{}, 1)
-			}
-			w.mu.Unlock()
-			frame := [1]refFrame{{payload: b[:n]}}
 			hdr, hn := w.codec.encodeData(h)
-			frame[0].hdr, frame[0].hdrLen = hdr, uint8(hn)
-			if err := w.queueRef(s, frame[:]); err != nil {
+			if err := w.queueRef(s, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: b[:n]}); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
@@ -366,7 +375,7 @@ func (s *Stream) CloseWrite() error {
 	s.mu.Unlock()
 	s.writeDeadline.stop()
 	// The FIN travels with the data frames, so it never overtakes them.
-	err := s.session.w.queueData(header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
+	err := s.session.w.queueData(s, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
 	s.maybeRemove()
 	if err != nil {
 		return streamCutError(s.session.closeError(err))
@@ -517,6 +526,7 @@ func (s *Stream) receive(p []byte) {
 	if s.epoch.IsZero() {
 		s.epoch = time.Now()
 	}
+	s.arrived += uint32(len(p))
 	s.recv.push(p)
 	notify(s.readWait)
 	s.mu.Unlock()

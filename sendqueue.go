@@ -1,0 +1,312 @@
+package braid
+
+import (
+	"os"
+
+	pool "github.com/libp2p/go-buffer-pool"
+)
+
+// Per-stream send queues. Each stream queues its frames in its own
+// sendQueue; the writer serves the streams with queued frames round-robin,
+// a quantum from each in turn, so one stream's burst can't take a whole
+// batch while others wait (DESIGN.md, coalescing rule 6). Nothing here
+// blocks the writer: a stream waits only for its own queue.
+
+const (
+	// minStreamQueue is the least a stream may have queued (copied) before
+	// its writes wait for the writer. With few busy streams a stream may
+	// queue up to two batches; with many, two equal shares of one, but
+	// never less than this: small writes must still coalesce.
+	minStreamQueue = 4 * 1024
+	// queueBufStart is the size of a stream queue's first pooled buffer.
+	queueBufStart = 1024
+)
+
+// sendQueue is one stream's frames waiting for the writer, in order:
+// copied frames (header and payload) first, then at most one frame by
+// reference (Write queues it and waits, so nothing of the stream follows
+// it). Guarded by writer.mu.
+type sendQueue struct {
+	buf     []byte   // copied frames; buf[head:] not taken yet; from the pool
+	ends    []uint32 // end offset in buf of each frame; ends[endHead:] not taken
+	head    int
+	endHead int
+	ref     refFrame // valid while hasRef
+	hasRef  bool
+	inRing  bool // in writer.ring
+	deficit int  // deficit round robin credit, in bytes
+	waiting bool // the stream waits for the queue to shrink
+}
+
+// pending returns the copied bytes not taken yet.
+func (q *sendQueue) pending() int { return len(q.buf) - q.head }
+
+// empty reports whether nothing is queued.
+func (q *sendQueue) empty() bool { return q.pending() == 0 && !q.hasRef }
+
+// push appends one copied frame: the codec's header for h, then payload.
+func (q *sendQueue) push(c codec, h header, payload []byte) {
+	need := len(q.buf) + headerSize + len(payload)
+	if need > cap(q.buf) {
+		nb := pool.Get(max(need, 2*cap(q.buf), queueBufStart))[:len(q.buf)]
+		copy(nb, q.buf)
+		if q.buf != nil {
+			pool.Put(q.buf[:cap(q.buf)])
+		}
+		q.buf = nb
+	}
+	q.buf = c.appendHeader(q.buf, h)
+	q.buf = append(q.buf, payload...)
+	q.ends = append(q.ends, uint32(len(q.buf)))
+}
+
+// release returns the buffer once everything queued was taken, so that an
+// idle stream holds no queue memory.
+func (q *sendQueue) release() {
+	if q.pending() > 0 {
+		return
+	}
+	if q.buf != nil {
+		pool.Put(q.buf[:cap(q.buf)])
+	}
+	q.buf, q.head = nil, 0
+	q.ends, q.endHead = q.ends[:0], 0
+	if cap(q.ends) > maxKeptEnds {
+		q.ends = nil
+	}
+}
+
+// maxKeptEnds bounds the frame-offset slice an idle stream keeps.
+const maxKeptEnds = 16
+
+// streamLimit is how many copied bytes one stream may have queued: two
+// equal shares of a batch, so that a stream of small writes has its share
+// ready for this batch and the next while it waits to run again. mu held.
+func (w *writer) streamLimit() int {
+	return max(minStreamQueue, 2*w.maxBatch/max(1, len(w.ring)))
+}
+
+// enring puts s in the ring of streams with queued frames. mu held.
+func (w *writer) enring(s *Stream) {
+	if !s.sq.inRing {
+		s.sq.inRing = true
+		w.ring = append(w.ring, s)
+	}
+}
+
+// queueData queues a stream frame with its payload copied, in order with the
+// stream's other frames. It waits while the stream has its share queued.
+func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan struct{}) error {
+	w.mu.Lock()
+	for s.sq.pending() >= w.streamLimit() && w.err == nil {
+		s.sq.waiting = true
+		if s.flushed == nil {
+			s.flushed = make(chan struct{}, 1)
+		}
+		w.mu.Unlock()
+		select {
+		case <-s.flushed:
+		case <-cancel:
+			w.mu.Lock()
+			s.sq.waiting = false
+			w.mu.Unlock()
+			return os.ErrDeadlineExceeded
+		case <-w.done:
+		}
+		w.mu.Lock()
+	}
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	s.sq.push(w.codec, h, payload)
+	w.queued += headerSize + len(payload)
+	w.enring(s)
+	w.signal()
+	w.mu.Unlock()
+	return nil
+}
+
+// queueRef queues a data frame whose payload stays the caller's memory; the
+// stream must then call awaitRefs before it touches or returns it.
+func (w *writer) queueRef(s *Stream, f refFrame) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if s.flushed == nil {
+		s.flushed = make(chan struct{}, 1)
+	}
+	f.owner = s
+	s.sq.ref, s.sq.hasRef = f, true
+	s.pendingRefs++
+	w.enring(s)
+	w.signal()
+	return nil
+}
+
+// awaitRefs waits until the writer is done with s's by-reference frame.
+// When cancel fires first and the frame is still queued, its payload is
+// copied so the caller's memory is free; the bytes are still sent (they
+// were accepted, as a socket's send buffer accepts them). A frame already
+// in a write is waited for: that write ends within the connection write
+// timeout.
+func (w *writer) awaitRefs(s *Stream, cancel <-chan struct{}) error {
+	for {
+		w.mu.Lock()
+		if s.pendingRefs == 0 {
+			err := s.refErr
+			s.refErr = nil
+			w.mu.Unlock()
+			return err
+		}
+		w.mu.Unlock()
+		select {
+		case <-s.flushed:
+		case <-cancel:
+			w.detach(s)
+			cancel = nil
+		}
+	}
+}
+
+// detach turns s's queued by-reference frame into a copied one.
+func (w *writer) detach(s *Stream) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !s.sq.hasRef {
+		return
+	}
+	f := &s.sq.ref
+	// Append the frame's bytes as they are: header, then payload.
+	need := len(s.sq.buf) + int(f.hdrLen) + len(f.payload)
+	if need > cap(s.sq.buf) {
+		nb := pool.Get(need)[:len(s.sq.buf)]
+		copy(nb, s.sq.buf)
+		if s.sq.buf != nil {
+			pool.Put(s.sq.buf[:cap(s.sq.buf)])
+		}
+		s.sq.buf = nb
+	}
+	s.sq.buf = append(append(s.sq.buf, f.hdr[:f.hdrLen]...), f.payload...)
+	s.sq.ends = append(s.sq.ends, uint32(len(s.sq.buf)))
+	w.queued += int(f.hdrLen) + len(f.payload)
+	s.sq.ref, s.sq.hasRef = refFrame{}, false
+	s.pendingRefs--
+}
+
+// takeBatch moves queued stream frames into the batch by deficit round
+// robin: a pass gives every stream in the ring a quantum (an equal share of
+// the batch) of credit, and a stream sends frames while its credit covers
+// them, so that over a few batches every busy stream sends the same bytes
+// whatever its write sizes; a stream whose queue empties loses its credit.
+// One pass per batch, more only while nobody could send yet (large frames
+// wait for credit), so that a large frame waits for its share instead of
+// filling the batch. Streams not reached go first next time.
+// Copied frames are appended to data (their ends to ends); by-reference
+// frames go to w.inflight, at most one beyond the batch bound. size is what
+// the batch holds already. mu held.
+func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, int) {
+	for len(w.ring) > 0 && size < w.maxBatch {
+		quantum := max(w.maxBatch/len(w.ring), 1)
+		progress, short := false, false
+		served := 0
+		for _, s := range w.ring {
+			if size >= w.maxBatch {
+				break
+			}
+			served++
+			q := &s.sq
+			q.deficit += quantum
+			for q.endHead < len(q.ends) {
+				end := int(q.ends[q.endHead])
+				n := end - q.head
+				if n > q.deficit {
+					short = true
+					break
+				}
+				if size > 0 && size+n > w.maxBatch {
+					break
+				}
+				data = append(data, q.buf[q.head:end]...)
+				ends = append(ends, len(data))
+				q.head, q.endHead = end, q.endHead+1
+				q.deficit -= n
+				size += n
+				w.queued -= n
+				progress = true
+			}
+			if q.endHead == len(q.ends) && q.hasRef {
+				n := int(q.ref.hdrLen) + len(q.ref.payload)
+				switch {
+				case n > q.deficit:
+					short = true
+				case len(w.inflight) == 0 || size+n <= w.maxBatch:
+					w.inflight = append(w.inflight, q.ref)
+					q.ref, q.hasRef = refFrame{}, false
+					q.deficit -= n
+					size += n
+					progress = true
+				}
+			}
+			if q.empty() {
+				q.deficit = 0
+			}
+			q.release()
+			if q.waiting && q.pending() < w.streamLimit() {
+				q.waiting = false
+				notifyFlushed(s)
+			}
+		}
+		// Streams not reached keep their turn; served ones go behind
+		// them, and empty ones leave the ring.
+		next := w.ringSpare[:0]
+		next = append(next, w.ring[served:]...)
+		for _, s := range w.ring[:served] {
+			if s.sq.empty() {
+				s.sq.inRing = false
+			} else {
+				next = append(next, s)
+			}
+		}
+		clear(w.ring)
+		w.ring, w.ringSpare = next, w.ring[:0]
+		if progress || !short {
+			break // one pass taken, or what is left doesn't fit
+		}
+	}
+	return data, ends, size
+}
+
+// notifyFlushed wakes s's writer if it waits. mu held.
+func notifyFlushed(s *Stream) {
+	select {
+	case s.flushed <- struct{}{}:
+	default:
+	}
+}
+
+// failQueuesLocked releases every stream waiting on its queue with w.err
+// and empties the ring. mu held.
+func (w *writer) failQueuesLocked() {
+	for _, s := range w.ring {
+		q := &s.sq
+		if q.hasRef {
+			q.ref, q.hasRef = refFrame{}, false
+			s.pendingRefs--
+			if s.refErr == nil {
+				s.refErr = w.err
+			}
+		}
+		q.head = len(q.buf)
+		q.endHead = len(q.ends)
+		q.release()
+		q.inRing, q.waiting = false, false
+		notifyFlushed(s)
+	}
+	clear(w.ring)
+	w.ring = nil
+	w.queued = 0
+}
