@@ -3,6 +3,7 @@ package braid_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -261,23 +262,30 @@ func TestEchoRoundTrips(t *testing.T) {
 	)
 	link := slowconn.LAN()
 	cs := []contenders.Contender{contenders.Braid(true), contenders.Braid(false), contenders.Yamux()}
-	best := make([]time.Duration, len(cs))
+	samples := make([][]time.Duration, len(cs))
 	for round := range echoRounds {
 		for k := range cs {
 			i := (k + round) % len(cs)
-			r, err := slowdown.EchoRTT(link, cs[i], roundTrips)
+			r, err := slowdown.EchoRTTs(link, cs[i], roundTrips)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if best[i] == 0 || r < best[i] {
-				best[i] = r
-			}
+			samples[i] = append(samples[i], r...)
 		}
 	}
-	t.Logf("EchoRoundTrips on LAN (%v one-way), mean of %d, best of %d: braid %v, braid without coalescing %v, go-yamux %v",
-		link.Latency, roundTrips, echoRounds, best[0], best[1], best[2])
-	if limit := time.Duration(float64(best[1]) * (1 + bound(0.02))); best[0] > limit {
-		t.Errorf("coalescing adds latency: %v with, %v without (bound %v)", best[0], best[1], limit)
+	// The median of all round trips: each includes the simulator's two
+	// timer wake-ups, whose lateness (up to about a millisecond when the
+	// machine idles) is the same for every contender but has a long tail
+	// that a mean would follow.
+	median := make([]time.Duration, len(cs))
+	for i := range cs {
+		slices.Sort(samples[i])
+		median[i] = samples[i][len(samples[i])/2]
+	}
+	t.Logf("EchoRoundTrips on LAN (%v one-way), median of %d: braid %v, braid without coalescing %v, go-yamux %v",
+		link.Latency, echoRounds*roundTrips, median[0], median[1], median[2])
+	if limit := time.Duration(float64(median[1]) * (1 + bound(0.02))); median[0] > limit {
+		t.Errorf("coalescing adds latency: %v with, %v without (bound %v)", median[0], median[1], limit)
 	}
 }
 

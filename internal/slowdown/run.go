@@ -254,16 +254,30 @@ func Ideal(link slowconn.Link, payload int64) time.Duration {
 // EchoRTT measures the mean round trip of n 64-byte request/replies on one
 // stream of c over link.
 func EchoRTT(link slowconn.Link, c contenders.Contender, n int) (time.Duration, error) {
+	samples, err := EchoRTTs(link, c, n)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, s := range samples {
+		sum += s
+	}
+	return sum / time.Duration(n), nil
+}
+
+// EchoRTTs measures n 64-byte request/replies on one stream of c over link
+// and returns each round trip.
+func EchoRTTs(link slowconn.Link, c contenders.Contender, n int) ([]time.Duration, error) {
 	c1, c2 := slowconn.Pipe(link)
 	client, server, err := c.New(c1, c2)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer server.Close()
 	defer client.Close()
 	send, recv, err := openStreams(client, server, 1)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -280,20 +294,21 @@ func EchoRTT(link slowconn.Link, c contenders.Contender, n int) (time.Duration, 
 		}
 	}()
 	buf := make([]byte, echoSize)
-	start := time.Now()
+	samples := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
+		start := time.Now()
 		if _, err := send[0].Write(buf); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if _, err := io.ReadFull(send[0], buf); err != nil {
-			return 0, err
+			return nil, err
 		}
+		samples = append(samples, time.Since(start))
 	}
-	rtt := time.Since(start) / time.Duration(n)
 	client.Close()
 	server.Close()
 	wg.Wait()
-	return rtt, nil
+	return samples, nil
 }
 
 // echoSize is the request and reply size of EchoRTT.
