@@ -1,0 +1,65 @@
+package slowdown
+
+import (
+	"testing"
+	"time"
+
+	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/slowconn"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The ideal is the payload at the link's goodput plus one latency.
+func TestIdeal(t *testing.T) {
+	link := slowconn.Link{Bandwidth: 8e6, Latency: 10 * time.Millisecond} // 1 MB/s raw
+	// 1460 payload bytes per 1500-byte packet: goodput 973,333 B/s.
+	got := Ideal(link, 973_333)
+	if d := got - 1010*time.Millisecond; d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("Ideal = %v, want 1.01 s", got)
+	}
+	if got := Ideal(slowconn.Unlimited(), 1<<30); got != 0 {
+		t.Fatalf("Ideal on an unlimited link = %v, want 0", got)
+	}
+}
+
+// Every contender sees the same messages: sizes depend only on the
+// workload.
+func TestWorkloadSizesFixed(t *testing.T) {
+	w := SmallPackets(10)
+	a, b := w.sizes(), w.sizes()
+	var n int64
+	for i := range a {
+		for j := range a[i] {
+			if a[i][j] != b[i][j] || a[i][j] < w.MinSize || a[i][j] > w.MaxSize {
+				t.Fatalf("size [%d][%d]: %d vs %d", i, j, a[i][j], b[i][j])
+			}
+			n += int64(a[i][j])
+		}
+	}
+	if n != w.Payload() {
+		t.Fatalf("Payload %d, sizes sum to %d", w.Payload(), n)
+	}
+}
+
+// Raw and Mux deliver the whole workload and count conn writes: one per
+// message for raw, far fewer for coalesced braid.
+func TestRawAndMux(t *testing.T) {
+	link := slowconn.Link{Bandwidth: 100e6, Latency: time.Millisecond}
+	w := TinyPackets(20)
+	raw, err := Raw(link, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Writes != uint64(w.Streams*w.Messages) {
+		t.Fatalf("raw writes %d, want one per message (%d)", raw.Writes, w.Streams*w.Messages)
+	}
+	mux, err := Mux(link, contenders.Braid(true), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mux.Time <= 0 || mux.Writes == 0 || mux.Writes >= raw.Writes {
+		t.Fatalf("braid: %v, %d writes (raw %d)", mux.Time, mux.Writes, raw.Writes)
+	}
+}
