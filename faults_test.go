@@ -54,6 +54,17 @@ package braid
 //     one prefix-checked), resets surface as ErrStreamReset, zero leaked
 //     goroutines.                        TestSoak (TestSoakSmoke runs it 1 s)
 //
+// Hostile peers, raw bytes (attacks_test.go):
+//
+//   - Each of 30 attacks (stream floods, duplicate/wrong-parity SYNs, data
+//     after FIN or RST, window overflow and wrap, ping/go-away/empty-frame
+//     floods, slowloris, a peer that never reads, malformed headers, ...)
+//     ends in its stated outcome: stays up (answers a ping, accepts and
+//     opens a stream), RST with its code, go-away 1 with ErrProtocol, or a
+//     close with ErrKeepAliveTimeout / ErrConnectionWriteTimeout; heap
+//     growth stays within the row's bound (<= 1 MiB) and no goroutine is
+//     left after Close.                               TestAttacks
+//
 // Malformed input and fuzzing are kept by hostile_test.go and fuzz_test.go.
 //
 // Under the race detector the sizes shrink where the detector's cost (or its
