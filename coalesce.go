@@ -72,18 +72,19 @@ type writer struct {
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
-	ctrl      []byte        // control frames; written first
-	ctrlEnds  []int         // end offset of each frame in ctrl
-	pongs     int           // pongs in ctrl
-	ring      []*Stream     // streams with queued frames, in turn order
-	ringSpare []*Stream     // the ring's other buffer, swapped per batch
-	queued    int           // copied stream bytes queued in all streams
-	inflight  []refFrame    // by-reference frames taken by the current write
-	idle      bool          // run is parked waiting for wake
-	room      chan struct{} // closed when ctrl space frees up; nil if nobody waits
-	err       error         // sticky; set once, by close or a failed write
-	draining  bool          // close asked run to flush what is queued and stop
-	spareCtrl []byte        // buffer swapped with ctrl per batch
+	ctrl       []byte        // control frames; written first
+	ctrlEnds   []int         // end offset of each frame in ctrl
+	pongs      int           // pongs in ctrl
+	ring       []*Stream     // streams with queued frames, in turn order
+	freeQueues []*sendQueue  // empty send queues kept for reuse
+	ringSpare  []*Stream     // the ring's other buffer, swapped per batch
+	queued     int           // copied stream bytes queued in all streams
+	inflight   []refFrame    // by-reference frames taken by the current write
+	idle       bool          // run is parked waiting for wake
+	room       chan struct{} // closed when ctrl space frees up; nil if nobody waits
+	err        error         // sticky; set once, by close or a failed write
+	draining   bool          // close asked run to flush what is queued and stop
+	spareCtrl  []byte        // buffer swapped with ctrl per batch
 
 	wake chan struct{} // one slot: something was queued, or close
 }

@@ -86,6 +86,34 @@ func (w *writer) streamLimit() int {
 	return max(minStreamQueue, 2*w.maxBatch/max(1, len(w.ring)))
 }
 
+// maxFreeQueues bounds the send queues a session keeps for reuse.
+const maxFreeQueues = 64
+
+// queueOf gives s a send queue if it has none: streams hold one only while
+// they have frames queued, so an idle stream costs a pointer. mu held.
+func (w *writer) queueOf(s *Stream) {
+	if s.sq != nil {
+		return
+	}
+	if n := len(w.freeQueues); n > 0 {
+		s.sq = w.freeQueues[n-1]
+		w.freeQueues[n-1] = nil
+		w.freeQueues = w.freeQueues[:n-1]
+		return
+	}
+	s.sq = new(sendQueue)
+}
+
+// freeQueue takes the empty send queue from s, out of the ring. mu held.
+func (w *writer) freeQueue(s *Stream) {
+	q := s.sq
+	s.sq = nil
+	*q = sendQueue{ends: q.ends[:0]}
+	if len(w.freeQueues) < maxFreeQueues {
+		w.freeQueues = append(w.freeQueues, q)
+	}
+}
+
 // enring puts s in the ring of streams with queued frames. mu held.
 func (w *writer) enring(s *Stream) {
 	if !s.sq.inRing {
@@ -98,7 +126,16 @@ func (w *writer) enring(s *Stream) {
 // stream's other frames. It waits while the stream has its share queued.
 func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan struct{}) error {
 	w.mu.Lock()
-	for s.sq.pending() >= w.streamLimit() && w.err == nil {
+	for {
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return err
+		}
+		w.queueOf(s)
+		if s.sq.pending() < w.streamLimit() {
+			break
+		}
 		s.sq.waiting = true
 		if s.flushed == nil {
 			s.flushed = make(chan struct{}, 1)
@@ -108,17 +145,14 @@ func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan st
 		case <-s.flushed:
 		case <-cancel:
 			w.mu.Lock()
-			s.sq.waiting = false
+			if s.sq != nil {
+				s.sq.waiting = false
+			}
 			w.mu.Unlock()
 			return os.ErrDeadlineExceeded
 		case <-w.done:
 		}
 		w.mu.Lock()
-	}
-	if w.err != nil {
-		err := w.err
-		w.mu.Unlock()
-		return err
 	}
 	s.sq.push(w.codec, h, payload)
 	w.queued += headerSize + len(payload)
@@ -139,6 +173,7 @@ func (w *writer) queueRef(s *Stream, f refFrame) error {
 	if s.flushed == nil {
 		s.flushed = make(chan struct{}, 1)
 	}
+	w.queueOf(s)
 	f.owner = s
 	s.sq.ref, s.sq.hasRef = f, true
 	s.pendingRefs++
@@ -176,7 +211,7 @@ func (w *writer) awaitRefs(s *Stream, cancel <-chan struct{}) error {
 func (w *writer) detach(s *Stream) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !s.sq.hasRef {
+	if s.sq == nil || !s.sq.hasRef {
 		return
 	}
 	f := &s.sq.ref
@@ -218,7 +253,7 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 				break
 			}
 			served++
-			q := &s.sq
+			q := s.sq
 			q.deficit += quantum
 			for q.endHead < len(q.ends) {
 				end := int(q.ends[q.endHead])
@@ -265,8 +300,8 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 		next := w.ringSpare[:0]
 		next = append(next, w.ring[served:]...)
 		for _, s := range w.ring[:served] {
-			if s.sq.empty() {
-				s.sq.inRing = false
+			if s.sq.empty() && !s.sq.waiting {
+				w.freeQueue(s)
 			} else {
 				next = append(next, s)
 			}
@@ -292,7 +327,7 @@ func notifyFlushed(s *Stream) {
 // and empties the ring. mu held.
 func (w *writer) failQueuesLocked() {
 	for _, s := range w.ring {
-		q := &s.sq
+		q := s.sq
 		if q.hasRef {
 			q.ref, q.hasRef = refFrame{}, false
 			s.pendingRefs--
@@ -303,7 +338,8 @@ func (w *writer) failQueuesLocked() {
 		q.head = len(q.buf)
 		q.endHead = len(q.ends)
 		q.release()
-		q.inRing, q.waiting = false, false
+		q.waiting = false
+		w.freeQueue(s)
 		notifyFlushed(s)
 	}
 	clear(w.ring)

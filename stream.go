@@ -66,7 +66,7 @@ type Stream struct {
 	writeDeadline deadline
 
 	// Guarded by the session writer's mu.
-	sq          sendQueue     // frames waiting for the writer
+	sq          *sendQueue    // frames waiting for the writer; nil while none
 	pendingRefs int           // by-reference frames not yet written
 	refErr      error         // the write error that ended one of them
 	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
