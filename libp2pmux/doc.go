@@ -18,6 +18,13 @@
 // the muxer, change a DefaultConfig and build a Transport with
 // NewTransport.
 //
+// For peers that still use mplex, register MplexTransport under MplexID
+// (/mplex/6.7.0), alone or after yamux: libp2p.Muxer(MplexID,
+// MplexTransport). mplex has no flow control: instead of stalling the
+// whole connection as go-mplex does, braid resets a stream whose unread
+// bytes exceed Config.MaxReceiveBuffer (braid.ErrReceiveBufferOverflow);
+// its reset carries no error code, and it has no go-away.
+//
 // # Resource accounting
 //
 // Each connection begins a span of the network.PeerScope go-libp2p hands to
