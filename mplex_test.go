@@ -63,16 +63,6 @@ func goMplexEnd(m *mplex.Multiplex) mplexEnd {
 	}
 }
 
-// goMplexPair connects a braid mplex session and a go-mplex session over
-// loopback TCP. With braidClient, braid is the Client and go-mplex is made
-// with initiator=false; else go-mplex (initiator=true) faces a braid
-// Server. Both are closed when the test ends.
-func goMplexPair(t testing.TB, braidClient bool, cfg *Config) (*Session, *mplex.Multiplex) {
-	t.Helper()
-	c1, c2 := tcpPair(t)
-	return goMplexPairOver(t, c1, c2, braidClient, cfg)
-}
-
 // goMplexPairOver is goMplexPair over a given conn pair.
 func goMplexPairOver(t testing.TB, c1, c2 net.Conn, braidClient bool, cfg *Config) (*Session, *mplex.Multiplex) {
 	t.Helper()
@@ -117,25 +107,6 @@ func forBothMplexRoles(t *testing.T, cfg *Config, pair func(testing.TB) (net.Con
 			f(t, bs, gm)
 		})
 	}
-}
-
-// smallBufferTCPPair is tcpPair with 128 KiB socket buffers: loopback TCP
-// autotunes them to several MiB, and a flood waiting in them delays every
-// frame behind it (head-of-line blocking that no multiplexer over one
-// TCP connection avoids). With small buffers, the delay an echo sees
-// during a flood is the multiplexer's own.
-func smallBufferTCPPair(t testing.TB) (net.Conn, net.Conn) {
-	c1, c2 := tcpPair(t)
-	for _, c := range []net.Conn{c1, c2} {
-		tc := c.(*net.TCPConn)
-		if err := tc.SetReadBuffer(128 << 10); err != nil {
-			t.Fatal(err)
-		}
-		if err := tc.SetWriteBuffer(128 << 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c1, c2
 }
 
 // mplexEchoServer echoes every stream e accepts until the peer closes it,
