@@ -52,9 +52,10 @@ type Stream struct {
 	recvWindow  uint32    // current window size
 	recvCredit  uint32    // bytes the peer may still send
 	recvPending uint32    // bytes consumed since the last window update
-	epoch       time.Time // start of the current growth epoch
+	epoch       time.Time // when the current growth epoch's first byte arrived
 	epochBytes  uint32    // bytes consumed since epoch
 	arrived     uint32    // bytes received since epoch
+	filledAt    time.Time // when the receive buffer last stopped being empty
 	reserved    int       // bytes reserved from Config.Memory
 	// Sending side of flow control.
 	sendWindow uint32 // bytes we may still send
@@ -176,7 +177,7 @@ func (s *Stream) consumedLocked(n uint32) (header, bool) {
 		// it measures is not the burst of one read.
 		now := time.Now()
 		delta += s.growWindowLocked(now)
-		s.epoch, s.epochBytes, s.arrived = now, 0, 0
+		s.epochBytes, s.arrived = 0, 0 // the next arrival starts the next epoch
 	}
 	s.recvPending = 0
 	s.recvCredit += delta
@@ -194,10 +195,6 @@ func updateThreshold(window uint32) uint32 {
 
 // largeWindowUpdates is how many updates a large window is returned in.
 const largeWindowUpdates = 8
-
-// backlogFraction: with more than 1/backlogFraction of the window
-// unread, the window is not grown.
-const backlogFraction = 8
 
 // growthRTTs: a window the arrival rate fills in fewer round trips than
 // this is too small. Two: the window must cover the round trip of the data
@@ -221,10 +218,10 @@ func (s *Stream) growWindowLocked(now time.Time) uint32 {
 	if rtt <= 0 || s.recvWindow >= maxWindow {
 		return 0
 	}
-	if s.recv.size > int(s.recvWindow/backlogFraction) {
-		// The reader is draining a backlog: the rate it reads at is not
-		// the rate data arrives at, and a window the reader can't keep
-		// empty is not what limits the sender.
+	if s.recv.size > 0 && now.Sub(s.filledAt) > rtt {
+		// The reader has not emptied the buffer for a round trip: it,
+		// not the window, limits the transfer. (A burst that arrived at
+		// once and is being read is not a backlog.)
 		return 0
 	}
 	// elapsed < growthRTTs * rtt * arrived/window: the arrival rate times
@@ -523,8 +520,17 @@ func (s *Stream) receive(p []byte) {
 		}
 		return
 	}
-	if s.epoch.IsZero() {
-		s.epoch = time.Now()
+	if s.arrived == 0 || s.recv.size == 0 {
+		now := time.Now()
+		if s.arrived == 0 || now.Sub(s.epoch) > s.session.RTT() {
+			// An epoch starts with its first byte; data into an empty
+			// buffer more than a round trip after the epoch began
+			// follows an idle time, and starts a new one.
+			s.epoch, s.arrived, s.epochBytes = now, 0, 0
+		}
+		if s.recv.size == 0 {
+			s.filledAt = now
+		}
 	}
 	s.arrived += uint32(len(p))
 	s.recv.push(p)
