@@ -3,9 +3,6 @@ package braid_test
 import (
 	"context"
 	"io"
-	"net"
-	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +25,6 @@ const (
 	bulkWriteSize   = 64 * 1024 // one Write of the bulk benchmarks
 	smallStreams    = 100       // streams of the small-message benchmark
 	smallMsgSize    = 64        // bytes per small message
-	pingSize        = 64        // bytes per ping-pong request and reply
 	bulkNeighbours  = 10        // bulk streams beside the ping-pong stream
 	idleStreamCount = 10000     // streams of the idle-memory benchmark
 )
@@ -43,75 +39,26 @@ func anchors() []contenders.Contender {
 	}
 }
 
-// tcpConns returns both ends of a loopback TCP connection.
-func tcpConns(tb testing.TB) (net.Conn, net.Conn) {
+// newPair makes c's sessions over loopback TCP (the harness's pair,
+// shared with braidbench), closed at the end of the benchmark.
+func newPair(tb testing.TB, c contenders.Contender) *slowdown.Pair {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := slowdown.LoopbackPair(context.Background(), c)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	c1, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c2 := <-accepted
-	if c2 == nil {
-		tb.Fatal("accept failed")
-	}
-	return c1, c2
+	tb.Cleanup(p.Close)
+	return p
 }
 
-// newPair makes a client and server of c over loopback TCP, closed at the
-// end of the benchmark.
-func newPair(tb testing.TB, c contenders.Contender) (contenders.Session, contenders.Session) {
+// openPair opens a stream on p's client and accepts it on its server.
+func openPair(tb testing.TB, p *slowdown.Pair) (contenders.Stream, contenders.Stream) {
 	tb.Helper()
-	c1, c2 := tcpConns(tb)
-	client, server, err := c.New(c1, c2)
+	cs, ss, err := p.OpenPair(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		client.Close()
-		server.Close()
-	})
-	return client, server
-}
-
-// openPair opens a stream from client and accepts it on server.
-func openPair(tb testing.TB, client, server contenders.Session) (contenders.Stream, contenders.Stream) {
-	tb.Helper()
-	type res struct {
-		s   contenders.Stream
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := server.Accept()
-		ch <- res{s, err}
-	}()
-	cs, err := client.Open(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// Some muxers only tell the peer about a stream with its first frame.
-	if _, err := cs.Write([]byte{0}); err != nil {
-		tb.Fatal(err)
-	}
-	r := <-ch
-	if r.err != nil {
-		tb.Fatal(r.err)
-	}
-	var one [1]byte
-	if _, err := io.ReadFull(r.s, one[:]); err != nil {
-		tb.Fatal(err)
-	}
-	return cs, r.s
+	return cs, ss
 }
 
 // drain reads n bytes from s and reports the error, if any, on done.
@@ -125,8 +72,7 @@ func drain(s io.Reader, n int64, done chan<- error) {
 func BenchmarkBulk(b *testing.B) {
 	for _, c := range anchors() {
 		b.Run("impl="+c.Name, func(b *testing.B) {
-			client, server := newPair(b, c)
-			cs, ss := openPair(b, client, server)
+			cs, ss := openPair(b, newPair(b, c))
 			buf := make([]byte, bulkWriteSize)
 			done := make(chan error, 1)
 			b.SetBytes(bulkWriteSize)
@@ -150,10 +96,11 @@ func BenchmarkBulk(b *testing.B) {
 func BenchmarkSmallMessages(b *testing.B) {
 	for _, c := range anchors() {
 		b.Run("impl="+c.Name, func(b *testing.B) {
-			client, server := newPair(b, c)
+			p := newPair(b, c)
+			client := p.Client
 			streams := make([][2]contenders.Stream, smallStreams)
 			for i := range streams {
-				cs, ss := openPair(b, client, server)
+				cs, ss := openPair(b, p)
 				streams[i] = [2]contenders.Stream{cs, ss}
 			}
 			msg := make([]byte, smallMsgSize)
@@ -196,76 +143,29 @@ func BenchmarkSmallMessages(b *testing.B) {
 }
 
 // BenchmarkPingPong: round trips of 64 B on one stream, idle and beside 10
-// bulk streams going the same way. Reports p50 and p99 in microseconds.
+// bulk streams going the same way (slowdown.PingPong, as braidbench runs
+// it). One op is one round trip; reports p50 and p99 in microseconds.
 func BenchmarkPingPong(b *testing.B) {
 	for _, load := range []string{"idle", "bulk"} {
+		neighbours := 0
+		if load == "bulk" {
+			neighbours = bulkNeighbours
+		}
 		for _, c := range anchors() {
 			b.Run("load="+load+"/impl="+c.Name, func(b *testing.B) {
-				client, server := newPair(b, c)
-				cs, ss := openPair(b, client, server)
-				stop := make(chan struct{})
-				var wg sync.WaitGroup
-				if load == "bulk" {
-					for i := 0; i < bulkNeighbours; i++ {
-						bc, bs := openPair(b, client, server)
-						wg.Add(2)
-						go func() {
-							defer wg.Done()
-							_, _ = io.Copy(io.Discard, bs)
-						}()
-						go func() {
-							defer wg.Done()
-							defer bc.Close()
-							buf := make([]byte, bulkWriteSize)
-							for {
-								select {
-								case <-stop:
-									return
-								default:
-								}
-								if _, err := bc.Write(buf); err != nil {
-									return
-								}
-							}
-						}()
-					}
+				rtts, err := slowdown.PingPong(context.Background(), c, b.N, neighbours, pingPongMaxTime)
+				if err != nil {
+					b.Fatal(err)
 				}
-				go func() {
-					buf := make([]byte, pingSize)
-					for {
-						if _, err := io.ReadFull(ss, buf); err != nil {
-							return
-						}
-						if _, err := ss.Write(buf); err != nil {
-							return
-						}
-					}
-				}()
-				buf := make([]byte, pingSize)
-				rtts := make([]time.Duration, 0, b.N)
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					if _, err := cs.Write(buf); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := io.ReadFull(cs, buf); err != nil {
-						b.Fatal(err)
-					}
-					rtts = append(rtts, time.Since(t0))
-				}
-				b.StopTimer()
-				close(stop)
-				client.Close()
-				server.Close()
-				wg.Wait()
-				slices.Sort(rtts)
-				b.ReportMetric(float64(rtts[len(rtts)/2].Nanoseconds())/1e3, "p50-us")
-				b.ReportMetric(float64(rtts[len(rtts)*99/100].Nanoseconds())/1e3, "p99-us")
+				b.ReportMetric(float64(slowdown.Percentile(rtts, 50).Nanoseconds())/1e3, "p50-us")
+				b.ReportMetric(float64(slowdown.Percentile(rtts, 99).Nanoseconds())/1e3, "p99-us")
 			})
 		}
 	}
 }
+
+// pingPongMaxTime only guards against a hang: the benchmark sizes b.N.
+const pingPongMaxTime = 10 * time.Minute
 
 // BenchmarkIdleStreams: heap held per idle stream, both ends together, with
 // 10,000 streams open. One op opens and accepts all of them.
@@ -278,52 +178,14 @@ func BenchmarkIdleStreams(b *testing.B) {
 		b.Run("impl="+c.Name, func(b *testing.B) {
 			var perStream float64
 			for i := 0; i < b.N; i++ {
-				perStream = idleStreamHeap(b, c)
+				var err error
+				if perStream, err = slowdown.IdleStreamHeap(context.Background(), c, idleStreamCount); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(perStream, "B/stream")
 		})
 	}
-}
-
-func idleStreamHeap(b *testing.B, c contenders.Contender) float64 {
-	client, server := newPair(b, c)
-	defer client.Close()
-	defer server.Close()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	accepted := make(chan []contenders.Stream, 1)
-	go func() {
-		ss := make([]contenders.Stream, 0, idleStreamCount)
-		for len(ss) < idleStreamCount {
-			s, err := server.Accept()
-			if err != nil {
-				break
-			}
-			ss = append(ss, s)
-		}
-		accepted <- ss
-	}()
-	cs := make([]contenders.Stream, 0, idleStreamCount)
-	for len(cs) < idleStreamCount {
-		s, err := client.Open(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs = append(cs, s)
-	}
-	ss := <-accepted
-	if len(ss) != idleStreamCount {
-		b.Fatalf("accepted %d streams", len(ss))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	used := float64(after.HeapAlloc) - float64(before.HeapAlloc)
-	// The two slices of stream handles are the benchmark's, not the muxer's.
-	used -= 2 * float64(cap(cs)) * 16
-	runtime.KeepAlive(cs)
-	runtime.KeepAlive(ss)
-	return used / idleStreamCount
 }
 
 // BenchmarkLinks runs the slowdown workloads over the slowconn profiles for
