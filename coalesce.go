@@ -79,7 +79,7 @@ type writer struct {
 	freeQueues []*sendQueue  // empty send queues kept for reuse
 	ringSpare  []*Stream     // the ring's other buffer, swapped per batch
 	queued     int           // copied stream bytes queued in all streams
-	inflight   []refFrame    // by-reference frames taken by the current write
+	inflight   []refFrame    // by-reference frames of the current write; filled and emptied by run under mu, read by run alone while it writes
 	idle       bool          // run is parked waiting for wake
 	room       chan struct{} // closed when ctrl space frees up; nil if nobody waits
 	err        error         // sticky; set once, by close or a failed write
@@ -219,7 +219,7 @@ func (w *writer) run() {
 		// Take the batch: every control frame, then the streams' frames
 		// round-robin up to the batch bound.
 		ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
-		ctrlEnds, w.ctrlEnds = append(ctrlEnds[:0], w.ctrlEnds...), w.ctrlEnds[:0]
+		ctrlEnds, w.ctrlEnds = w.ctrlEnds, ctrlEnds[:0]
 		w.pongs = 0
 		var size int
 		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl))

@@ -553,9 +553,7 @@ func (s *Session) handleStreamFrame(h header) error {
 			if h.length > max(s.cfg.MaxStreamWindow, uint32(s.caps.maxDataFrame)) {
 				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
 			}
-			n, err := io.CopyN(io.Discard, s.br, int64(h.length))
-			s.recvBytes.Add(uint64(n))
-			return err
+			return s.discard(h.length)
 		}
 		return nil
 	}
@@ -566,22 +564,16 @@ func (s *Session) handleStreamFrame(h header) error {
 		s.mu.Unlock()
 	}
 	if h.typ == typeData && h.length > 0 {
-		if !st.checkCredit(h.length) {
-			if s.caps.flowControl {
-				return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
-			}
+		switch st.admit(h.length) {
+		case admitWindowExceeded:
+			return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
+		case admitAfterFIN:
+			return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
+		case admitOverflow:
 			// No flow control (mplex): reset the stream that fell
 			// behind; the others go on.
 			st.overflow()
-			n, err := io.CopyN(io.Discard, s.br, int64(h.length))
-			s.recvBytes.Add(uint64(n))
-			return err
-		}
-		st.mu.Lock()
-		finished := st.readState == halfClosed
-		st.mu.Unlock()
-		if finished {
-			return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
+			return s.discard(h.length)
 		}
 		p := pool.Get(int(h.length))
 		if _, err := io.ReadFull(s.br, p); err != nil {
@@ -606,6 +598,13 @@ func (s *Session) handleStreamFrame(h header) error {
 		st.remoteReset(code)
 	}
 	return nil
+}
+
+// discard reads and drops n payload bytes nobody will read.
+func (s *Session) discard(n uint32) error {
+	m, err := io.CopyN(io.Discard, s.br, int64(n))
+	s.recvBytes.Add(uint64(m))
+	return err
 }
 
 // incomingStream registers a stream the peer opens, or refuses it with a

@@ -25,7 +25,8 @@ const (
 // sendQueue is one stream's frames waiting for the writer, in order:
 // copied frames (header and payload) first, then at most one frame by
 // reference (Write queues it and waits, so nothing of the stream follows
-// it). Guarded by writer.mu.
+// it). A stream holds a sendQueue exactly while it is in writer.ring.
+// Guarded by writer.mu.
 type sendQueue struct {
 	buf     []byte   // copied frames; buf[head:] not taken yet; from the pool
 	ends    []uint32 // end offset in buf of each frame; ends[endHead:] not taken
@@ -33,7 +34,6 @@ type sendQueue struct {
 	endHead int
 	ref     refFrame // valid while hasRef
 	hasRef  bool
-	inRing  bool // in writer.ring
 	deficit int  // deficit round robin credit, in bytes
 	waiting bool // the stream waits for the queue to shrink
 }
@@ -46,18 +46,31 @@ func (q *sendQueue) empty() bool { return q.pending() == 0 && !q.hasRef }
 
 // push appends one copied frame: the codec's header for h, then payload.
 func (q *sendQueue) push(c codec, h header, payload []byte) {
-	need := len(q.buf) + headerSize + len(payload)
-	if need > cap(q.buf) {
-		nb := pool.Get(max(need, 2*cap(q.buf), queueBufStart))[:len(q.buf)]
-		copy(nb, q.buf)
-		if q.buf != nil {
-			pool.Put(q.buf[:cap(q.buf)])
-		}
-		q.buf = nb
-	}
+	q.grow(headerSize + len(payload))
 	q.buf = c.appendHeader(q.buf, h)
 	q.buf = append(q.buf, payload...)
 	q.ends = append(q.ends, uint32(len(q.buf)))
+}
+
+// pushEncoded appends one copied frame whose header is already encoded.
+func (q *sendQueue) pushEncoded(hdr, payload []byte) {
+	q.grow(len(hdr) + len(payload))
+	q.buf = append(append(q.buf, hdr...), payload...)
+	q.ends = append(q.ends, uint32(len(q.buf)))
+}
+
+// grow makes room for n more bytes, moving buf to a larger pooled buffer.
+func (q *sendQueue) grow(n int) {
+	need := len(q.buf) + n
+	if need <= cap(q.buf) {
+		return
+	}
+	nb := pool.Get(max(need, 2*cap(q.buf), queueBufStart))[:len(q.buf)]
+	copy(nb, q.buf)
+	if q.buf != nil {
+		pool.Put(q.buf[:cap(q.buf)])
+	}
+	q.buf = nb
 }
 
 // release returns the buffer once everything queued was taken, so that an
@@ -89,8 +102,10 @@ func (w *writer) streamLimit() int {
 // maxFreeQueues bounds the send queues a session keeps for reuse.
 const maxFreeQueues = 64
 
-// queueOf gives s a send queue if it has none: streams hold one only while
-// they have frames queued, so an idle stream costs a pointer. mu held.
+// queueOf gives s a send queue and a place in the ring if it has none:
+// streams hold one only while they have frames queued, so an idle stream
+// costs a pointer. The caller queues a frame before it lets go of mu. mu
+// held.
 func (w *writer) queueOf(s *Stream) {
 	if s.sq != nil {
 		return
@@ -99,26 +114,20 @@ func (w *writer) queueOf(s *Stream) {
 		s.sq = w.freeQueues[n-1]
 		w.freeQueues[n-1] = nil
 		w.freeQueues = w.freeQueues[:n-1]
-		return
+	} else {
+		s.sq = new(sendQueue)
 	}
-	s.sq = new(sendQueue)
+	w.ring = append(w.ring, s)
 }
 
-// freeQueue takes the empty send queue from s, out of the ring. mu held.
+// freeQueue takes the empty send queue from s, which leaves the ring (the
+// caller drops it from w.ring). mu held.
 func (w *writer) freeQueue(s *Stream) {
 	q := s.sq
 	s.sq = nil
 	*q = sendQueue{ends: q.ends[:0]}
 	if len(w.freeQueues) < maxFreeQueues {
 		w.freeQueues = append(w.freeQueues, q)
-	}
-}
-
-// enring puts s in the ring of streams with queued frames. mu held.
-func (w *writer) enring(s *Stream) {
-	if !s.sq.inRing {
-		s.sq.inRing = true
-		w.ring = append(w.ring, s)
 	}
 }
 
@@ -156,7 +165,6 @@ func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan st
 	}
 	s.sq.push(w.codec, h, payload)
 	w.queued += headerSize + len(payload)
-	w.enring(s)
 	w.signal()
 	w.mu.Unlock()
 	return nil
@@ -177,7 +185,6 @@ func (w *writer) queueRef(s *Stream, f refFrame) error {
 	f.owner = s
 	s.sq.ref, s.sq.hasRef = f, true
 	s.pendingRefs++
-	w.enring(s)
 	w.signal()
 	return nil
 }
@@ -215,18 +222,7 @@ func (w *writer) detach(s *Stream) {
 		return
 	}
 	f := &s.sq.ref
-	// Append the frame's bytes as they are: header, then payload.
-	need := len(s.sq.buf) + int(f.hdrLen) + len(f.payload)
-	if need > cap(s.sq.buf) {
-		nb := pool.Get(need)[:len(s.sq.buf)]
-		copy(nb, s.sq.buf)
-		if s.sq.buf != nil {
-			pool.Put(s.sq.buf[:cap(s.sq.buf)])
-		}
-		s.sq.buf = nb
-	}
-	s.sq.buf = append(append(s.sq.buf, f.hdr[:f.hdrLen]...), f.payload...)
-	s.sq.ends = append(s.sq.ends, uint32(len(s.sq.buf)))
+	s.sq.pushEncoded(f.hdr[:f.hdrLen], f.payload)
 	w.queued += int(f.hdrLen) + len(f.payload)
 	s.sq.ref, s.sq.hasRef = refFrame{}, false
 	s.pendingRefs--

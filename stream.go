@@ -184,6 +184,12 @@ func (s *Stream) consumedLocked(n uint32) (header, bool) {
 	return header{typ: typeWindowUpdate, flags: s.takeFlagsLocked(), streamID: s.id, length: delta}, true
 }
 
+// canGrowLocked reports whether the receive window may still grow, so
+// that the growth bookkeeping is skipped when it can't. mu held.
+func (s *Stream) canGrowLocked() bool {
+	return s.session.caps.flowControl && s.recvWindow < s.session.cfg.MaxStreamWindow
+}
+
 // updateThreshold is how many consumed bytes make a window update. Half
 // the window at first, as go-yamux does; a large window is returned in
 // eighths, so that the sender is never short of credit by more than a
@@ -481,17 +487,34 @@ func (s *Stream) SetWriteDeadline(t time.Time) error {
 
 // The handlers below run on the session's read loop.
 
-// checkCredit reports whether the peer may send n more bytes. A stream
-// whose read side is gone still counts credit: the peer was granted it.
-//
-// Without flow control, it checks the receive buffer's bound instead.
-func (s *Stream) checkCredit(n uint32) bool {
+// admission is what the read loop may do with a data frame's payload.
+type admission uint8
+
+const (
+	admitOK             admission = iota
+	admitWindowExceeded           // more than the credit granted: protocol error
+	admitAfterFIN                 // the peer already closed its side: protocol error
+	admitOverflow                 // no flow control and the buffer bound is reached: reset
+)
+
+// admit checks, under one lock, whether the peer may send n more bytes on
+// s. A stream whose read side is gone still counts credit: the peer was
+// granted it. Without flow control, the receive buffer's bound stands in
+// for the credit.
+func (s *Stream) admit(n uint32) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.session.caps.flowControl {
-		return s.readState != halfOpen || s.recv.size+int(n) <= s.session.cfg.MaxReceiveBuffer
+	switch {
+	case s.readState == halfClosed:
+		return admitAfterFIN
+	case !s.session.caps.flowControl:
+		if s.readState == halfOpen && s.recv.size+int(n) > s.session.cfg.MaxReceiveBuffer {
+			return admitOverflow
+		}
+	case n > s.recvCredit:
+		return admitWindowExceeded
 	}
-	return n <= s.recvCredit
+	return admitOK
 }
 
 // overflow resets a stream whose unread bytes would exceed the receive
@@ -520,7 +543,9 @@ func (s *Stream) receive(p []byte) {
 		}
 		return
 	}
-	if s.arrived == 0 || s.recv.size == 0 {
+	if s.canGrowLocked() && (s.arrived == 0 || s.recv.size == 0) {
+		// Growth bookkeeping; a clock read per burst, and none at all
+		// once the window can't grow.
 		now := time.Now()
 		if s.arrived == 0 || now.Sub(s.epoch) > s.session.RTT() {
 			// An epoch starts with its first byte; data into an empty
