@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braidmux/braid/internal/skip"
 )
 
 // TestAgainstTBF compares the simulator with the Linux kernel: raw TCP
@@ -180,11 +182,11 @@ type shapedVeth struct {
 func setupShapedVeth(t *testing.T) *shapedVeth {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("skipping: creating network namespaces needs root")
+		skip.Because(t, "creating network namespaces needs root")
 	}
 	for _, tool := range []string{"ip", "tc"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s (iproute2) not found: %v", tool, err)
+			skip.Because(t, "%s (iproute2) not found: %v", tool, err)
 		}
 	}
 	id := os.Getpid()
@@ -197,7 +199,7 @@ func setupShapedVeth(t *testing.T) *shapedVeth {
 	peer := fmt.Sprintf("sc%dr", id%100000)
 	for _, name := range []string{ns.snd, ns.rcv} {
 		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-			t.Skipf("skipping: cannot create network namespace: %v: %s", err, out)
+			skip.Because(t, "cannot create network namespace: %v: %s", err, out)
 		}
 		t.Cleanup(func() {
 			if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
@@ -207,7 +209,7 @@ func setupShapedVeth(t *testing.T) *shapedVeth {
 	}
 	if out, err := exec.Command("ip", "link", "add", ns.dev, "netns", ns.snd,
 		"type", "veth", "peer", "name", peer, "netns", ns.rcv).CombinedOutput(); err != nil {
-		t.Skipf("skipping: cannot create a veth pair: %v: %s", err, out)
+		skip.Because(t, "cannot create a veth pair: %v: %s", err, out)
 	}
 	for _, cmd := range [][]string{
 		{"-n", ns.snd, "addr", "add", "10.213.0.1/24", "dev", ns.dev},
@@ -234,7 +236,7 @@ func (ns *shapedVeth) shape(t *testing.T, rate int64) {
 	out, err := exec.Command("tc", "-n", ns.snd, "qdisc", "replace", "dev", ns.dev, "root", "tbf",
 		"rate", fmt.Sprintf("%dbit", rate), "burst", strconv.FormatInt(burst, 10), "latency", "50ms").CombinedOutput()
 	if err != nil {
-		t.Skipf("skipping: cannot add a tbf qdisc: %v: %s", err, out)
+		skip.Because(t, "cannot add a tbf qdisc: %v: %s", err, out)
 	}
 }
 

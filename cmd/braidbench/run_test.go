@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/internal/skip"
 	"github.com/libp2p/go-libp2p-testing/race"
 )
 
@@ -157,7 +158,7 @@ func checkInBrowser(t *testing.T, report string, want int) {
 		}
 	}
 	if bin == "" {
-		t.Skip("chromium not installed: skipping the browser check of report.html (Debian: apt-get install -y chromium)")
+		skip.Because(t, "chromium not installed: the browser check of report.html did not run (Debian: apt-get install -y chromium)")
 	}
 	abs, err := filepath.Abs(report)
 	if err != nil {
