@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 )
 
 // The notification scenario reproduces Polkadot's libp2p vs litep2p

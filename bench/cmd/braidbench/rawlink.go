@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/slowconn"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/slowconn"
 	"go.uber.org/goleak"
 )

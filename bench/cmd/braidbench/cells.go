@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 )
 

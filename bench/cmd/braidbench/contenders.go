@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/braidmux/braid"
-	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/contenders"
 	yamux "github.com/libp2p/go-yamux/v5"
 )
 

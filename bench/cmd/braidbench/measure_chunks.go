@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braidmux/braid/internal/contenders"
-	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/bench/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 )
 

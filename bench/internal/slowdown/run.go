@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/braidmux/braid/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/slowconn"
 )
 

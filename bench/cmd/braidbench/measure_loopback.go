@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 )
 
 // The loopback workloads: braid's benchmarks (benchmarks_test.go) as fixed

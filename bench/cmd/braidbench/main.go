@@ -5,7 +5,7 @@
 //
 // Run it with no flags:
 //
-//	go run ./cmd/braidbench
+//	go run ./bench/cmd/braidbench
 //
 // It prints a table on stdout within about two minutes and writes
 // braidbench-out/results.json (every sample) and braidbench-out/report.html

@@ -1,4 +1,4 @@
-package braid_test
+package bench_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/braidmux/braid"
-	"github.com/braidmux/braid/internal/contenders"
-	"github.com/braidmux/braid/internal/slowdown"
+	"github.com/braidmux/braid/bench/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 	yamux "github.com/libp2p/go-yamux/v5"
 )
