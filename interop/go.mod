@@ -1,0 +1,5 @@
+module github.com/braidmux/braid/interop
+
+go 1.26.0
+
+replace github.com/braidmux/braid => ../
