@@ -15,8 +15,12 @@ const (
 	// Mplex is /mplex/6.7.0, compatible with go-mplex v0.7.0, for peers
 	// that still use it. mplex has no flow control, pings, go-aways or
 	// reset codes: braid bounds each stream's receive buffer
-	// (Config.MaxReceiveBuffer) and resets a stream whose reader falls
-	// behind, instead of stalling the whole connection as go-mplex does.
+	// (Config.MaxReceiveBuffer). When a stream's buffer is full, the
+	// session stops reading the connection, so that TCP pushes back on
+	// the sender, for as long as the stream's reader keeps reading; a
+	// stream whose reader has not read for Config.MaxReceiveStall is
+	// reset, and the other streams go on (go-mplex stalls the whole
+	// connection for up to 5 s instead).
 	Mplex
 )
 
@@ -53,10 +57,20 @@ const (
 	// of a TCP segment offload and of most TLS/noise record budgets, so a
 	// batch rarely ends up split by the layers below.
 	DefaultMaxBatchBytes = 64 * 1024
+	// DefaultMaxSessionWindow bounds the receive windows of all of a
+	// session's streams together, beyond the initial 256 KiB each: four
+	// streams at DefaultMaxStreamWindow.
+	DefaultMaxSessionWindow = 4 * DefaultMaxStreamWindow
 	// DefaultMaxReceiveBuffer bounds an mplex stream's unread bytes; mplex
 	// has no flow control, so this is the only bound on what a peer can
 	// make a stream buffer.
 	DefaultMaxReceiveBuffer = 4 * 1024 * 1024
+	// DefaultMaxReceiveStall is how long an mplex session waits for a
+	// stream's reader to make room before resetting the stream: longer
+	// than a descheduled or garbage-collecting reader pauses, short
+	// enough that a reader that stopped holds up the other streams only
+	// briefly.
+	DefaultMaxReceiveStall = 250 * time.Millisecond
 	// DefaultKeepAliveInterval is how often an idle session pings its peer
 	// (go-yamux: 30 s).
 	DefaultKeepAliveInterval = 30 * time.Second
@@ -124,19 +138,42 @@ type Config struct {
 	// not acknowledged yet (the libp2p ACK backlog); OpenStream waits.
 	MaxUnackedStreams int
 
-	// MaxStreamWindow bounds each stream's receive window. Windows start
-	// at InitialStreamWindow and grow towards the bandwidth-delay product
-	// of the connection, measured from its round-trip time.
+	// MaxStreamWindow bounds each stream's receive window. A new stream's
+	// window starts at what the session's path needs (twice the
+	// bandwidth-delay product, the rate assumed to be at least 1 Gbit/s
+	// until arrivals show more; never less than InitialStreamWindow, which
+	// is all a fast local link gets), granted with the SYN or the ACK,
+	// and doubles while it limits the transfer. A window whose stream
+	// received nothing for a second shrinks back to InitialStreamWindow
+	// and returns the memory it reserved.
 	MaxStreamWindow uint32
 
+	// MaxSessionWindow bounds what all of a session's streams may hold in
+	// receive windows beyond InitialStreamWindow each, together
+	// (rust-yamux's max_connection_receive_window), so that many streams
+	// can't make a session buffer without bound. It still counts credit a
+	// peer was granted before a window shrank, until the peer uses it.
+	// Must be at least MaxStreamWindow - InitialStreamWindow.
+	MaxSessionWindow int
+
 	// MaxReceiveBuffer bounds the unread bytes of a stream on protocols
-	// without flow control (mplex): a stream whose reader lets more pile
-	// up is reset with ErrReceiveBufferOverflow, and no other stream
-	// waits for it. yamux streams are bounded by their window instead.
+	// without flow control (mplex). A frame that doesn't fit makes the
+	// session push back: it stops reading the connection until the
+	// stream's reader makes room. yamux streams are bounded by their
+	// window instead.
 	MaxReceiveBuffer int
 
+	// MaxReceiveStall bounds the mplex push-back: a stream whose buffer is
+	// full and whose reader has not read for this long (or never read
+	// since the stream opened) is reset with ErrReceiveBufferOverflow,
+	// and the session reads on. A reader that keeps reading is never
+	// reset, however fast the sender, but the other streams wait while
+	// it catches up: mplex has no per-stream flow control.
+	MaxReceiveStall time.Duration
+
 	// Memory, when not nil, is asked before a window grows and before a
-	// stream is created; nil means unlimited.
+	// stream is created, always with no lock of the session held, and
+	// told when a window shrinks or a stream ends; nil means unlimited.
 	Memory MemoryManager
 
 	// EnableKeepAlive makes an idle session ping its peer every
@@ -165,7 +202,9 @@ func DefaultConfig() *Config {
 		AcceptBacklog:          DefaultAcceptBacklog,
 		MaxUnackedStreams:      DefaultMaxUnackedStreams,
 		MaxStreamWindow:        DefaultMaxStreamWindow,
+		MaxSessionWindow:       DefaultMaxSessionWindow,
 		MaxReceiveBuffer:       DefaultMaxReceiveBuffer,
+		MaxReceiveStall:        DefaultMaxReceiveStall,
 		EnableKeepAlive:        true,
 		KeepAliveInterval:      DefaultKeepAliveInterval,
 		ConnectionWriteTimeout: DefaultConnectionWriteTimeout,
@@ -189,8 +228,12 @@ func (c *Config) Validate() error {
 		return &ConfigError{"MaxUnackedStreams", "must be positive"}
 	case c.MaxStreamWindow < InitialStreamWindow:
 		return &ConfigError{"MaxStreamWindow", "must be at least the initial window, 256 KiB"}
+	case c.MaxSessionWindow < int(c.MaxStreamWindow)-InitialStreamWindow:
+		return &ConfigError{"MaxSessionWindow", "must be at least MaxStreamWindow less the initial window"}
 	case c.MaxReceiveBuffer <= 0:
 		return &ConfigError{"MaxReceiveBuffer", "must be positive"}
+	case c.MaxReceiveStall <= 0:
+		return &ConfigError{"MaxReceiveStall", "must be positive"}
 	case c.EnableKeepAlive && c.KeepAliveInterval <= 0:
 		return &ConfigError{"KeepAliveInterval", "must be positive when keep-alive is enabled"}
 	case c.ConnectionWriteTimeout <= 0:

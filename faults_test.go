@@ -1076,7 +1076,7 @@ func TestFaultGoAwayMidTransfer(t *testing.T) {
 func injectOpen(t *testing.T, s *Session) *Stream {
 	t.Helper()
 	s.mu.Lock()
-	st := newStream(s, s.nextID)
+	st := newStream(s, s.nextID, InitialStreamWindow, 0, 0)
 	s.nextID += 2
 	s.streams[st.id] = st
 	s.mu.Unlock()

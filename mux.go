@@ -43,6 +43,9 @@ type Session struct {
 	br     *bufio.Reader // owned by the read loop
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
+	path       pathState     // RTT and rate, for new streams' windows (path.go)
+	budget     recvBudget    // connection-level receive budget (path.go)
+	env        growthEnv     // what windows grow by (recvwindow.go); set once
 	recvFrames atomic.Uint64 // frames read
 	recvBytes  atomic.Uint64 // bytes read, headers included
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
@@ -65,6 +68,11 @@ type Session struct {
 	kaPending    bool        // the keep-alive ping is unanswered
 	closing      bool
 	closeErr     error // why the session ended; set with closing
+
+	grownMu     sync.Mutex           // guards the fields below; taken with no other lock held
+	grown       map[*Stream]struct{} // streams whose window grew; made on first use
+	shrinkTimer *time.Timer          // runs shrinkIdle while grown is not empty; nil otherwise
+	grownClosed bool                 // the session closed: no timer is armed again
 }
 
 // pingWait is an outstanding ping.
@@ -108,6 +116,8 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	if client {
 		s.nextID = 1
 	}
+	s.budget.limit = int64(s.cfg.MaxSessionWindow)
+	s.env = growthEnv{now: time.Now, path: s.path.estimate, maxWindow: s.cfg.MaxStreamWindow}
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {
@@ -116,6 +126,7 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 		return s, nil
 	}
 	// Measure the round trip at once: window growth needs it.
+	s.path.probe.Store(time.Now().UnixNano())
 	_, _ = s.sendPing(nil)
 	if s.cfg.EnableKeepAlive {
 		s.mu.Lock()
@@ -126,21 +137,27 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 }
 
 // OpenStream opens a new stream. It waits while MaxUnackedStreams of our
-// streams wait for the peer's acknowledgement, until ctx is done.
+// streams wait for the peer's acknowledgement, until ctx is done. The SYN
+// grants the peer the window the session's path needs (more than the
+// protocol's initial 256 KiB on a long link).
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 	if m := s.cfg.Memory; m != nil {
 		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
 			return nil, err
 		}
 	}
-	st, err := s.registerOutbound(ctx)
+	extra, charged := s.startGrant()
+	st, err := s.registerOutbound(ctx, extra, charged)
 	if err != nil {
-		if m := s.cfg.Memory; m != nil {
-			m.ReleaseMemory(InitialStreamWindow)
-		}
+		s.releaseMemory(InitialStreamWindow + int(extra))
+		s.releaseBudget(charged)
 		return nil, err
 	}
-	h := header{typ: typeWindowUpdate, flags: flagSYN, streamID: st.id}
+	if extra > 0 {
+		st.grownIn = true
+		s.trackGrown(st)
+	}
+	h := header{typ: typeWindowUpdate, flags: flagSYN, streamID: st.id, length: extra}
 	if err := s.w.queueCtrl(h, ctx.Done()); err != nil {
 		st.mu.Lock()
 		st.resetLocked(ErrStreamClosed)
@@ -154,9 +171,54 @@ func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 	return st, nil
 }
 
+// startGrant returns how much more than InitialStreamWindow a new
+// stream's window may start with, as the path needs it, and the session
+// budget taken for it; the memory is reserved. Called with no lock held.
+func (s *Session) startGrant() (extra, charged uint32) {
+	if !s.caps.flowControl {
+		return 0, 0
+	}
+	w := s.path.estimate().window(s.cfg.MaxStreamWindow)
+	if w <= InitialStreamWindow {
+		return 0, 0
+	}
+	want := w - InitialStreamWindow
+	return s.reserveGrowth(want, want)
+}
+
+// reserveGrowth reserves want bytes of window growth, of which cost from
+// the session budget and all from the memory manager. The budget may
+// grant less, which shrinks the growth; the memory manager all or
+// nothing. It returns the growth and the budget taken. No lock held.
+func (s *Session) reserveGrowth(want, cost uint32) (g, charged uint32) {
+	got := s.budget.take(cost)
+	if short := cost - got; short > 0 {
+		if short >= want {
+			s.budget.give(got)
+			return 0, 0
+		}
+		want -= short
+	}
+	if m := s.cfg.Memory; m != nil && m.ReserveMemory(int(want), windowPriority) != nil {
+		s.budget.give(got)
+		return 0, 0
+	}
+	return want, got
+}
+
+// releaseMemory returns n bytes to the memory manager. No lock held.
+func (s *Session) releaseMemory(n int) {
+	if m := s.cfg.Memory; m != nil && n > 0 {
+		m.ReleaseMemory(n)
+	}
+}
+
+// releaseBudget returns n bytes of the session budget.
+func (s *Session) releaseBudget(n uint32) { s.budget.give(n) }
+
 // registerOutbound waits for room in the ACK backlog and registers a new
 // stream of ours.
-func (s *Session) registerOutbound(ctx context.Context) (*Stream, error) {
+func (s *Session) registerOutbound(ctx context.Context, extra, charged uint32) (*Stream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -187,7 +249,14 @@ func (s *Session) registerOutbound(ctx context.Context) (*Stream, error) {
 		}
 		s.mu.Lock()
 	}
-	st := newStream(s, s.nextID)
+	reserved := 0
+	if s.cfg.Memory != nil {
+		reserved = InitialStreamWindow + int(extra)
+	}
+	st := newStream(s, s.nextID, InitialStreamWindow+extra, charged, reserved)
+	if !s.caps.flowControl {
+		st.lastRead = time.Now() // the reader's grace starts with the stream
+	}
 	s.nextID += 2
 	if s.caps.acks {
 		st.unacked = true
@@ -214,15 +283,35 @@ func (s *Session) AcceptStream() (*Stream, error) {
 	}
 	select {
 	case st := <-s.acceptCh:
-		st.mu.Lock()
-		flags := st.takeFlagsLocked()
-		st.mu.Unlock()
-		if flags != 0 {
-			_ = s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flags, streamID: st.id}, nil)
-		}
+		s.acceptGrant(st)
 		return st, nil
 	case <-s.closedCh:
 		return nil, s.closeError(nil)
+	}
+}
+
+// acceptGrant acknowledges an accepted stream; the ACK grants the peer
+// the window the session's path needs, as the SYN of our own streams
+// does.
+func (s *Session) acceptGrant(st *Stream) {
+	extra, charged := s.startGrant()
+	st.mu.Lock()
+	var delta uint32
+	if extra > 0 {
+		delta = st.rw.grew(extra, charged, st.readFinalLocked())
+		extra, charged = st.keepReservedLocked(extra)
+	}
+	track := st.rw.grown() && !st.grownIn && !st.removed
+	st.grownIn = st.grownIn || track
+	flags := st.takeFlagsLocked()
+	st.mu.Unlock()
+	s.releaseMemory(int(extra)) // the stream was removed meanwhile
+	s.releaseBudget(charged)
+	if track {
+		s.trackGrown(st)
+	}
+	if flags != 0 || delta > 0 {
+		_ = s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flags, streamID: st.id, length: delta}, nil)
 	}
 }
 
@@ -411,12 +500,22 @@ func (s *Session) removeStream(st *Stream) {
 		// before the session is done closing, not this goroutine later.
 		return
 	}
+	s.releaseStream(st)
+}
+
+// releaseStream returns what a stream leaving the table holds: its
+// memory, its share of the session budget, its place among the grown
+// streams. No lock held.
+func (s *Session) releaseStream(st *Stream) {
 	st.mu.Lock()
-	reserved := st.reserved
-	st.reserved = 0
+	mem, budget := st.takeReservedLocked()
+	grown := st.grownIn
+	st.grownIn = false
 	st.mu.Unlock()
-	if m := s.cfg.Memory; m != nil && reserved > 0 {
-		m.ReleaseMemory(reserved)
+	s.releaseMemory(mem)
+	s.releaseBudget(budget)
+	if grown {
+		s.untrackGrown(st)
 	}
 }
 
@@ -472,15 +571,10 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 	}
 
 	streamErr := streamCutError(sessionClosedError(cause))
+	s.stopShrinking()
 	for _, st := range streams {
 		st.sessionEnded(streamErr)
-		st.mu.Lock()
-		reserved := st.reserved
-		st.reserved = 0
-		st.mu.Unlock()
-		if m := s.cfg.Memory; m != nil && reserved > 0 {
-			m.ReleaseMemory(reserved)
-		}
+		s.releaseStream(st)
 	}
 }
 
@@ -570,10 +664,13 @@ func (s *Session) handleStreamFrame(h header) error {
 		case admitAfterFIN:
 			return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
 		case admitOverflow:
-			// No flow control (mplex): reset the stream that fell
-			// behind; the others go on.
-			st.overflow()
-			return s.discard(h.length)
+			// No flow control (mplex): push back while the reader
+			// keeps reading; reset a reader that stopped, and the
+			// others go on.
+			if !st.awaitRoom(h.length) {
+				st.overflow()
+				return s.discard(h.length)
+			}
 		}
 		p := pool.Get(int(h.length))
 		if _, err := io.ReadFull(s.br, p); err != nil {
@@ -581,6 +678,9 @@ func (s *Session) handleStreamFrame(h header) error {
 			return err
 		}
 		s.recvBytes.Add(uint64(h.length))
+		if s.caps.flowControl {
+			s.path.arrived(h.length)
+		}
 		st.receive(p)
 	} else if h.typ == typeWindowUpdate && h.flags&flagRST == 0 && h.length > 0 {
 		if !st.addSendWindow(h.length) {
@@ -608,7 +708,9 @@ func (s *Session) discard(n uint32) error {
 }
 
 // incomingStream registers a stream the peer opens, or refuses it with a
-// reset when limits say so (never queueing it without bound).
+// reset when limits say so (never queueing it without bound). The memory
+// manager is asked with no lock held; only the read loop adds incoming
+// streams, so the limits checked before still hold after.
 func (s *Session) incomingStream(id uint32) error {
 	if !s.isIncoming(id) {
 		return &ProtocolError{Reason: "SYN with a stream id of our parity", StreamID: id}
@@ -620,22 +722,33 @@ func (s *Session) incomingStream(id uint32) error {
 	}
 	refuse := s.closing || s.localGoAway || s.incoming >= s.cfg.MaxIncomingStreams ||
 		len(s.acceptCh) == cap(s.acceptCh)
-	if !refuse {
-		if m := s.cfg.Memory; m != nil && m.ReserveMemory(InitialStreamWindow, streamPriority) != nil {
+	s.mu.Unlock()
+	reserved := 0
+	if m := s.cfg.Memory; m != nil && !refuse {
+		if m.ReserveMemory(InitialStreamWindow, streamPriority) != nil {
 			refuse = true
+		} else {
+			reserved = InitialStreamWindow
 		}
 	}
-	if refuse {
+	if !refuse {
+		st := newStream(s, id, InitialStreamWindow, 0, reserved)
+		st.needACK = s.caps.acks
+		if !s.caps.flowControl {
+			st.lastRead = time.Now() // the reader's grace starts with the stream
+		}
+		s.mu.Lock()
+		if !s.closing && !s.localGoAway {
+			s.streams[id] = st
+			s.incoming++
+			s.acceptCh <- st // room checked above; only this goroutine sends
+			s.mu.Unlock()
+			return nil
+		}
 		s.mu.Unlock()
-		return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
+		s.releaseMemory(reserved)
 	}
-	st := newStream(s, id)
-	st.needACK = s.caps.acks
-	s.streams[id] = st
-	s.incoming++
-	s.acceptCh <- st // room checked above; only this goroutine sends
-	s.mu.Unlock()
-	return nil
+	return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
 }
 
 // handlePing answers pings and completes ours.
@@ -654,8 +767,10 @@ func (s *Session) handlePing(h header) {
 	if !ok {
 		return
 	}
-	rtt := time.Since(pw.sent)
+	now := time.Now()
+	rtt := now.Sub(pw.sent)
 	s.rtt.Store(int64(rtt))
+	s.path.rttSample(rtt, now)
 	if pw.done != nil {
 		pw.done <- rtt
 	}

@@ -48,15 +48,14 @@ type Stream struct {
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
 	// Receiving side of flow control.
-	recv        recvBuffer
-	recvWindow  uint32    // current window size
-	recvCredit  uint32    // bytes the peer may still send
-	recvPending uint32    // bytes consumed since the last window update
-	epoch       time.Time // when the current growth epoch's first byte arrived
-	epochBytes  uint32    // bytes consumed since epoch
-	arrived     uint32    // bytes received since epoch
-	filledAt    time.Time // when the receive buffer last stopped being empty
-	reserved    int       // bytes reserved from Config.Memory
+	recv     recvBuffer
+	rw       recvWindow // the receive window (recvwindow.go)
+	reserved int        // bytes reserved from Config.Memory
+	memGone  bool       // removal released reserved; later growth releases its own
+	grownIn  bool       // in the session's set of grown streams
+	// mplex push-back (no flow control): the read loop waits for room.
+	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
+	lastRead time.Time     // the stream's opening, then its last Read that consumed bytes; without flow control only
 	// Sending side of flow control.
 	sendWindow uint32 // bytes we may still send
 	// One-slot notifications, made on first wait (an idle stream has none).
@@ -73,14 +72,16 @@ type Stream struct {
 	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
 }
 
-func newStream(sess *Session, id uint32) *Stream {
+// newStream makes a stream whose receive window is window, of which
+// charged bytes are held from the session budget, and reserved bytes from
+// Config.Memory.
+func newStream(sess *Session, id uint32, window, charged uint32, reserved int) *Stream {
 	return &Stream{
 		id:         id,
 		session:    sess,
-		recvWindow: InitialStreamWindow,
-		recvCredit: InitialStreamWindow,
+		rw:         newRecvWindow(window, charged),
 		sendWindow: InitialStreamWindow,
-		reserved:   InitialStreamWindow,
+		reserved:   reserved,
 	}
 }
 
@@ -128,11 +129,7 @@ func (s *Stream) Read(b []byte) (int, error) {
 			return 0, ErrStreamClosed
 		case s.recv.size > 0:
 			n := s.recv.read(b)
-			update, ok := s.consumedLocked(uint32(n))
-			s.mu.Unlock()
-			if ok {
-				s.sendWindowUpdate(update)
-			}
+			s.consumedAndUnlock(uint32(n))
 			return n, nil
 		case s.readState == halfClosed:
 			s.mu.Unlock()
@@ -158,93 +155,88 @@ func (s *Stream) Read(b []byte) (int, error) {
 	}
 }
 
-// consumedLocked accounts n bytes the application consumed (or the stream
-// dropped) and decides on a window update: once updateThreshold bytes are
-// consumed, the peer gets them back, and more when the window grows. mu
-// held.
-func (s *Stream) consumedLocked(n uint32) (header, bool) {
-	if !s.session.caps.flowControl {
-		return header{}, false // nothing to give back
+// consumedAndUnlock accounts n bytes the application consumed (or the
+// stream dropped), unlocks mu, and gives the peer its credit back when
+// the window says so, with any growth: memory and session budget are
+// reserved after mu is released. mu held on entry, released on return.
+func (s *Stream) consumedAndUnlock(n uint32) {
+	sess := s.session
+	if !sess.caps.flowControl {
+		// The read loop may wait for room (mplex push-back); the clock
+		// read tells it the reader is still reading.
+		s.lastRead = time.Now()
+		notify(s.roomWait)
+		s.mu.Unlock()
+		return
 	}
-	s.recvPending += n
-	s.epochBytes += n
-	if s.recvPending < updateThreshold(s.recvWindow) || s.readState == halfReset || s.readState == halfClosed {
-		return header{}, false
-	}
-	delta := s.recvPending
-	if s.readState == halfOpen && s.epochBytes >= s.recvWindow/2 {
-		// A growth epoch spans at least half a window, so that the rate
-		// it measures is not the burst of one read.
-		now := time.Now()
-		delta += s.growWindowLocked(now)
-		s.epochBytes, s.arrived = 0, 0 // the next arrival starts the next epoch
-	}
-	s.recvPending = 0
-	s.recvCredit += delta
-	return header{typ: typeWindowUpdate, flags: s.takeFlagsLocked(), streamID: s.id, length: delta}, true
-}
-
-// canGrowLocked reports whether the receive window may still grow, so
-// that the growth bookkeeping is skipped when it can't. mu held.
-func (s *Stream) canGrowLocked() bool {
-	return s.session.caps.flowControl && s.recvWindow < s.session.cfg.MaxStreamWindow
-}
-
-// updateThreshold is how many consumed bytes make a window update. Half
-// the window at first, as go-yamux does; a large window is returned in
-// eighths, so that the sender is never short of credit by more than a
-// small part of it while the update travels (a 16 MiB window then keeps a
-// 12 MB bandwidth-delay product full).
-func updateThreshold(window uint32) uint32 {
-	return max(window/largeWindowUpdates, InitialStreamWindow/2)
-}
-
-// largeWindowUpdates is how many updates a large window is returned in.
-const largeWindowUpdates = 8
-
-// growthRTTs: a window the arrival rate fills in fewer round trips than
-// this is too small. Two: the window must cover the round trip of the data
-// and of the update that returns it. (quic-go uses four; with more, every
-// busy stream on a fast local link keeps megabytes in flight, and a small
-// request queues behind them in the socket buffers.)
-const growthRTTs = 2
-
-// growWindowLocked doubles the receive window while the sender is limited
-// by it: when the bytes that arrived in this epoch (which ends once half a
-// window is consumed) came at a rate that would fill the whole window in
-// less than growthRTTs round trips, the window is smaller than that many
-// bandwidth-delay products and throttles the transfer (quic-go's rule,
-// with the arrival rate: the rate a reader drains a backlog at says
-// nothing about the link). Growth stops at
-// Config.MaxStreamWindow or when the memory manager refuses. Returns the
-// growth. mu held.
-func (s *Stream) growWindowLocked(now time.Time) uint32 {
-	maxWindow := s.session.cfg.MaxStreamWindow
-	rtt := s.session.RTT()
-	if rtt <= 0 || s.recvWindow >= maxWindow {
-		return 0
-	}
-	if s.recv.size > 0 && now.Sub(s.filledAt) > rtt {
-		// The reader has not emptied the buffer for a round trip: it,
-		// not the window, limits the transfer. (A burst that arrived at
-		// once and is being read is not a backlog.)
-		return 0
-	}
-	// elapsed < growthRTTs * rtt * arrived/window: the arrival rate times
-	// growthRTTs round trips exceeds the window.
-	elapsed := now.Sub(s.epoch)
-	if float64(elapsed)*float64(s.recvWindow) >= growthRTTs*float64(rtt)*float64(s.arrived) {
-		return 0
-	}
-	grow := min(s.recvWindow, maxWindow-s.recvWindow)
-	if m := s.session.cfg.Memory; m != nil {
-		if m.ReserveMemory(int(grow), windowPriority) != nil {
-			return 0
+	final := s.readFinalLocked()
+	update, release := s.rw.consumed(n, final)
+	var want, cost uint32
+	if !final && s.readState == halfOpen {
+		if want = s.rw.wantGrowth(&sess.env); want > 0 {
+			cost = s.rw.budgetCost(want)
 		}
 	}
-	s.reserved += int(grow)
-	s.recvWindow += grow
-	return grow
+	if want == 0 {
+		h := s.updateLocked(update)
+		s.mu.Unlock()
+		sess.releaseBudget(release)
+		s.sendWindowUpdate(h)
+		return
+	}
+	s.mu.Unlock()
+	sess.releaseBudget(release)
+	g, charged := sess.reserveGrowth(want, cost)
+	s.mu.Lock()
+	update += s.rw.grew(g, charged, s.readFinalLocked())
+	mem, budget := s.keepReservedLocked(g)
+	track := s.rw.grown() && !s.grownIn && !s.removed
+	s.grownIn = s.grownIn || track
+	h := s.updateLocked(update)
+	s.mu.Unlock()
+	sess.releaseMemory(int(mem)) // the stream was removed meanwhile
+	sess.releaseBudget(budget)
+	if track {
+		sess.trackGrown(s)
+	}
+	s.sendWindowUpdate(h)
+}
+
+// readFinalLocked reports whether the peer will send nothing more that
+// needs credit. mu held.
+func (s *Stream) readFinalLocked() bool {
+	return s.readState == halfReset || s.readState == halfClosed
+}
+
+// updateLocked returns the window update frame for delta; a zero header
+// for none. mu held.
+func (s *Stream) updateLocked(delta uint32) header {
+	if delta == 0 {
+		return header{}
+	}
+	return header{typ: typeWindowUpdate, flags: s.takeFlagsLocked(), streamID: s.id, length: delta}
+}
+
+// keepReservedLocked adds a growth of g bytes, reserved from the memory
+// manager, to the stream; once removal released the stream's memory and
+// budget, it returns them (g, and the budget the growth charged) for the
+// caller to release instead. mu held.
+func (s *Stream) keepReservedLocked(g uint32) (mem, budget uint32) {
+	if !s.memGone {
+		s.reserved += int(g)
+		return 0, 0
+	}
+	budget, s.rw.charged = s.rw.charged, 0
+	return g, budget
+}
+
+// takeReservedLocked hands over everything the stream holds from the
+// memory manager and the session budget, once, at removal. mu held.
+func (s *Stream) takeReservedLocked() (mem int, budget uint32) {
+	s.memGone = true
+	mem, s.reserved = s.reserved, 0
+	budget, s.rw.charged = s.rw.charged, 0
+	return mem, budget
 }
 
 // takeFlagsLocked returns the flags the next frame we send must carry: ACK
@@ -257,8 +249,12 @@ func (s *Stream) takeFlagsLocked() frameFlags {
 	return 0
 }
 
-// sendWindowUpdate queues a window update (control frames jump the queue).
+// sendWindowUpdate queues a window update (control frames jump the
+// queue); a zero header is no update.
 func (s *Stream) sendWindowUpdate(h header) {
+	if h.length == 0 {
+		return
+	}
 	// An error means the session is closing; the stream learns it there.
 	_ = s.session.w.queueCtrl(h, nil)
 }
@@ -397,13 +393,10 @@ func (s *Stream) CloseRead() error {
 	}
 	s.readState = halfLocal
 	dropped := s.recv.reset()
-	update, ok := s.consumedLocked(uint32(dropped))
 	notify(s.readWait)
-	s.mu.Unlock()
+	notify(s.roomWait)
+	s.consumedAndUnlock(uint32(dropped))
 	s.readDeadline.stop()
-	if ok {
-		s.sendWindowUpdate(update)
-	}
 	s.maybeRemove()
 	return nil
 }
@@ -450,6 +443,7 @@ func (s *Stream) resetLocked(err error) {
 	}
 	notify(s.readWait)
 	notify(s.writeWait)
+	notify(s.roomWait)
 }
 
 // maybeRemove takes the stream out of the session once both directions are
@@ -500,7 +494,8 @@ const (
 // admit checks, under one lock, whether the peer may send n more bytes on
 // s. A stream whose read side is gone still counts credit: the peer was
 // granted it. Without flow control, the receive buffer's bound stands in
-// for the credit.
+// for the credit: a buffer holding bytes may take n more only within
+// Config.MaxReceiveBuffer (an empty one takes any frame).
 func (s *Stream) admit(n uint32) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -508,13 +503,58 @@ func (s *Stream) admit(n uint32) admission {
 	case s.readState == halfClosed:
 		return admitAfterFIN
 	case !s.session.caps.flowControl:
-		if s.readState == halfOpen && s.recv.size+int(n) > s.session.cfg.MaxReceiveBuffer {
+		if s.readState == halfOpen && s.recv.size > 0 && s.recv.size+int(n) > s.session.cfg.MaxReceiveBuffer {
 			return admitOverflow
 		}
-	case n > s.recvCredit:
+	case !s.rw.admit(n):
 		return admitWindowExceeded
 	}
 	return admitOK
+}
+
+// awaitRoom is the mplex push-back (no flow control): the read loop,
+// holding a frame of n bytes that doesn't fit in s's receive buffer,
+// stops reading the connection (so TCP pushes back on the sender) and
+// waits for s's reader to make room. It waits while the reader keeps
+// reading: until Config.MaxReceiveStall has passed since its last Read
+// (or since the stream was opened, if it never read). It returns false
+// when that time ran out and s is to be reset, true when the frame may be
+// taken (room was made, or the read side is gone and the frame will be
+// dropped).
+func (s *Stream) awaitRoom(n uint32) bool {
+	stall := s.session.cfg.MaxReceiveStall
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	s.mu.Lock()
+	for {
+		if s.readState != halfOpen || s.recv.size == 0 || s.recv.size+int(n) <= s.session.cfg.MaxReceiveBuffer {
+			s.mu.Unlock()
+			return true
+		}
+		left := stall - time.Since(s.lastRead)
+		if left <= 0 {
+			s.mu.Unlock()
+			return false
+		}
+		wait := waitChan(&s.roomWait)
+		s.mu.Unlock()
+		if t == nil {
+			t = time.NewTimer(left)
+		} else {
+			t.Reset(left)
+		}
+		select {
+		case <-wait:
+		case <-t.C:
+		case <-s.session.closedCh:
+			return true // the frame is dropped with the session
+		}
+		s.mu.Lock()
+	}
 }
 
 // overflow resets a stream whose unread bytes would exceed the receive
@@ -530,34 +570,16 @@ func (s *Stream) overflow() {
 // receive takes a data frame's payload (from pool.Get; the stream owns it).
 func (s *Stream) receive(p []byte) {
 	s.mu.Lock()
-	if s.session.caps.flowControl {
-		s.recvCredit -= uint32(len(p))
+	flowControl := s.session.caps.flowControl
+	if flowControl {
+		s.rw.received(uint32(len(p)), &s.session.env)
 	}
 	if s.readState != halfOpen {
 		// Nobody will read it: drop it and give the credit back.
 		pool.Put(p)
-		update, ok := s.consumedLocked(uint32(len(p)))
-		s.mu.Unlock()
-		if ok {
-			s.sendWindowUpdate(update)
-		}
+		s.consumedAndUnlock(uint32(len(p)))
 		return
 	}
-	if s.canGrowLocked() && (s.arrived == 0 || s.recv.size == 0) {
-		// Growth bookkeeping; a clock read per burst, and none at all
-		// once the window can't grow.
-		now := time.Now()
-		if s.arrived == 0 || now.Sub(s.epoch) > s.session.RTT() {
-			// An epoch starts with its first byte; data into an empty
-			// buffer more than a round trip after the epoch began
-			// follows an idle time, and starts a new one.
-			s.epoch, s.arrived, s.epochBytes = now, 0, 0
-		}
-		if s.recv.size == 0 {
-			s.filledAt = now
-		}
-	}
-	s.arrived += uint32(len(p))
 	s.recv.push(p)
 	notify(s.readWait)
 	s.mu.Unlock()
