@@ -604,7 +604,9 @@ func acceptID(t *testing.T, s *Session, id uint32) *Stream {
 // backlog, and returns how many there were.
 func drainBacklog(t *testing.T, s *Session) int {
 	t.Helper()
-	n := len(s.acceptCh)
+	s.mu.Lock()
+	n := len(s.acceptQ)
+	s.mu.Unlock()
 	for range n {
 		st, err := s.AcceptStream()
 		require.NoError(t, err)

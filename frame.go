@@ -1,7 +1,6 @@
 package braid
 
 import (
-	"bufio"
 	"encoding/binary"
 	"io"
 	"strconv"
@@ -126,13 +125,21 @@ type capabilities struct {
 	maxDataFrame int
 }
 
+// frameReader is the buffered reader codecs read frames from: the read
+// loop's readBuffer, or a bufio.Reader.
+type frameReader interface {
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+	ReadByte() (byte, error)
+}
+
 // codec translates between a wire protocol and the engine's header.
 type codec interface {
 	caps() capabilities
 	// readHeader reads the next frame's header from r, consuming any part
 	// of the frame that isn't stream data (mplex names). It returns the
 	// bytes it consumed, and a *ProtocolError for malformed input.
-	readHeader(r *bufio.Reader) (header, int, error)
+	readHeader(r frameReader) (header, int, error)
 	// appendHeader appends the wire form of h (for data frames, the part
 	// before the payload) to dst.
 	appendHeader(dst []byte, h header) []byte
@@ -148,7 +155,7 @@ func (yamuxCodec) caps() capabilities {
 	return capabilities{flowControl: true, acks: true, ping: true, goAway: true, resetCodes: true}
 }
 
-func (yamuxCodec) readHeader(r *bufio.Reader) (header, int, error) {
+func (yamuxCodec) readHeader(r frameReader) (header, int, error) {
 	b, err := r.Peek(headerSize)
 	if err != nil {
 		if err == io.EOF && len(b) > 0 {

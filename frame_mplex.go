@@ -1,8 +1,6 @@
 package braid
 
 import (
-	"bufio"
-
 	"io"
 	"math"
 	"strconv"
@@ -67,7 +65,7 @@ func (c mplexCodec) caps() capabilities {
 // readHeader reads one mplex frame header. NewStream names and the
 // payloads of Close and Reset (always empty from go-mplex) are consumed
 // here: the engine sees them as SYN, FIN and RST frames without data.
-func (c mplexCodec) readHeader(r *bufio.Reader) (header, int, error) {
+func (c mplexCodec) readHeader(r frameReader) (header, int, error) {
 	tagged, n1, err := readUvarint(r)
 	if err != nil {
 		return header{}, n1, err
@@ -169,7 +167,7 @@ func (c mplexCodec) encodeData(h header) (b [headerSize]byte, n int) {
 // readUvarint reads a minimal uvarint of at most 9 bytes (63 bits), as
 // go-varint defines it; anything else is a *ProtocolError. It also returns
 // the bytes it consumed.
-func readUvarint(r *bufio.Reader) (uint64, int, error) {
+func readUvarint(r frameReader) (uint64, int, error) {
 	var x uint64
 	for i := 0; ; i++ {
 		b, err := r.ReadByte()

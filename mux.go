@@ -1,7 +1,6 @@
 package braid
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -16,10 +15,9 @@ import (
 )
 
 const (
-	// readBufferSize is the session's read buffer: large enough that one
-	// system call brings in many small frames, and that a 64 KiB payload
-	// bypasses it (bufio reads straight into a read as large as itself).
-	readBufferSize = 32 * 1024
+	// rttProbes is how many pings a session sends back to back when it
+	// starts, for its first RTT samples (the smallest counts).
+	rttProbes = 3
 	// closeFlushTimeout bounds how long Close waits for queued frames (the
 	// last data, FINs, the go-away) to reach the conn before closing it.
 	closeFlushTimeout = time.Second
@@ -40,7 +38,7 @@ type Session struct {
 	codec  codec
 	caps   capabilities // what the protocol can express
 	w      *writer
-	br     *bufio.Reader // owned by the read loop
+	br     *readBuffer // owned by the read loop
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -52,17 +50,19 @@ type Session struct {
 
 	closedCh chan struct{} // closed when the session starts closing
 	readDone chan struct{} // closed when the read loop returns
-	acceptCh chan *Stream  // accept backlog; only the read loop sends, never closed
 
 	mu           sync.Mutex // guards the fields below
 	streams      map[uint32]*Stream
-	nextID       uint32        // the id our next stream gets
-	incoming     int           // streams the peer opened that are still in streams
-	unacked      int           // streams we opened that wait for the peer's ACK
-	ackWait      chan struct{} // closed when unacked drops or the session changes; nil if nobody waits
-	localGoAway  bool          // we sent a go-away: incoming streams are refused
-	remoteGoAway bool          // the peer sent one: OpenStream fails
-	pings        map[uint32]pingWait
+	nextID       uint32              // the id our next stream gets
+	incoming     int                 // streams the peer opened that are still in streams
+	unacked      int                 // streams we opened that wait for the peer's ACK
+	ackWait      chan struct{}       // closed when unacked drops or the session changes; nil if nobody waits
+	acceptQ      []*Stream           // accept backlog, at most AcceptBacklog; only the read loop appends; nil while empty
+	acceptWait   chan struct{}       // closed when a stream joins acceptQ; nil if nobody waits
+	localGoAway  bool                // we sent a go-away: incoming streams are refused
+	remoteGoAway bool                // the peer sent one: OpenStream fails
+	pings        map[uint32]pingWait // outstanding pings; nil while none
+	probesLeft   int                 // pings still to send back to back for the first RTT samples
 	nextPing     uint32
 	kaTimer      *time.Timer // keep-alive; nil when disabled
 	kaPending    bool        // the keep-alive ping is unanswered
@@ -99,19 +99,18 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	}
 	c := newCodec(cfg.Protocol, client)
 	s := &Session{
-		conn:     conn,
-		cfg:      *cfg,
-		client:   client,
-		codec:    c,
-		caps:     c.caps(),
-		w:        newWriter(conn, c, cfg),
-		br:       bufio.NewReaderSize(conn, readBufferSize),
-		closedCh: make(chan struct{}),
-		readDone: make(chan struct{}),
-		acceptCh: make(chan *Stream, cfg.AcceptBacklog),
-		streams:  make(map[uint32]*Stream),
-		pings:    make(map[uint32]pingWait),
-		nextID:   2,
+		conn:       conn,
+		cfg:        *cfg,
+		client:     client,
+		codec:      c,
+		caps:       c.caps(),
+		w:          newWriter(conn, c, cfg),
+		br:         newReadBuffer(conn),
+		closedCh:   make(chan struct{}),
+		readDone:   make(chan struct{}),
+		streams:    make(map[uint32]*Stream),
+		nextID:     2,
+		probesLeft: rttProbes - 1,
 	}
 	if client {
 		s.nextID = 1
@@ -277,16 +276,35 @@ func (s *Session) wakeOpenersLocked() {
 // AcceptStream waits for the next stream the peer opens and acknowledges
 // it. It fails once the session is closed.
 func (s *Session) AcceptStream() (*Stream, error) {
-	if s.IsClosed() {
-		// The backlog of a closed session holds only dead streams.
-		return nil, s.closeError(nil)
-	}
-	select {
-	case st := <-s.acceptCh:
-		s.acceptGrant(st)
-		return st, nil
-	case <-s.closedCh:
-		return nil, s.closeError(nil)
+	s.mu.Lock()
+	for {
+		if s.closing {
+			// The backlog of a closed session holds only dead streams.
+			err := sessionClosedError(s.closeErr)
+			s.mu.Unlock()
+			return nil, err
+		}
+		if len(s.acceptQ) > 0 {
+			st := s.acceptQ[0]
+			s.acceptQ[0] = nil
+			s.acceptQ = s.acceptQ[1:]
+			if len(s.acceptQ) == 0 {
+				s.acceptQ = nil // an idle session holds no backlog array
+			}
+			s.mu.Unlock()
+			s.acceptGrant(st)
+			return st, nil
+		}
+		if s.acceptWait == nil {
+			s.acceptWait = make(chan struct{})
+		}
+		wait := s.acceptWait
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-s.closedCh:
+		}
+		s.mu.Lock()
 	}
 }
 
@@ -332,7 +350,7 @@ func (s *Session) Ping() (time.Duration, error) {
 		return 0, s.closeError(nil)
 	case <-t.C:
 		s.mu.Lock()
-		delete(s.pings, id)
+		s.forgetPingLocked(id)
 		s.mu.Unlock()
 		return 0, os.ErrDeadlineExceeded
 	}
@@ -350,6 +368,9 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 	}
 	s.nextPing++
 	id := s.nextPing
+	if s.pings == nil {
+		s.pings = make(map[uint32]pingWait)
+	}
 	s.pings[id] = pingWait{sent: time.Now(), done: done}
 	s.mu.Unlock()
 	return id, s.w.queueCtrl(header{typ: typePing, flags: flagSYN, length: id}, s.closedCh)
@@ -582,6 +603,7 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	err := s.readFrames()
+	s.br.release()
 	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) {
 		// The writer failed first and closed the conn to stop us.
 		err = werr
@@ -702,7 +724,7 @@ func (s *Session) handleStreamFrame(h header) error {
 
 // discard reads and drops n payload bytes nobody will read.
 func (s *Session) discard(n uint32) error {
-	m, err := io.CopyN(io.Discard, s.br, int64(n))
+	m, err := s.br.Discard(int(n))
 	s.recvBytes.Add(uint64(m))
 	return err
 }
@@ -721,7 +743,7 @@ func (s *Session) incomingStream(id uint32) error {
 		return &ProtocolError{Reason: "SYN for a stream that is open", StreamID: id}
 	}
 	refuse := s.closing || s.localGoAway || s.incoming >= s.cfg.MaxIncomingStreams ||
-		len(s.acceptCh) == cap(s.acceptCh)
+		len(s.acceptQ) >= s.cfg.AcceptBacklog
 	s.mu.Unlock()
 	reserved := 0
 	if m := s.cfg.Memory; m != nil && !refuse {
@@ -741,7 +763,11 @@ func (s *Session) incomingStream(id uint32) error {
 		if !s.closing && !s.localGoAway {
 			s.streams[id] = st
 			s.incoming++
-			s.acceptCh <- st // room checked above; only this goroutine sends
+			s.acceptQ = append(s.acceptQ, st) // room checked above; only this goroutine appends
+			if s.acceptWait != nil {
+				close(s.acceptWait)
+				s.acceptWait = nil
+			}
 			s.mu.Unlock()
 			return nil
 		}
@@ -749,6 +775,15 @@ func (s *Session) incomingStream(id uint32) error {
 		s.releaseMemory(reserved)
 	}
 	return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
+}
+
+// forgetPingLocked drops an outstanding ping; the table goes once empty.
+// mu held.
+func (s *Session) forgetPingLocked(id uint32) {
+	delete(s.pings, id)
+	if len(s.pings) == 0 {
+		s.pings = nil
+	}
 }
 
 // handlePing answers pings and completes ours.
@@ -762,10 +797,19 @@ func (s *Session) handlePing(h header) {
 	}
 	s.mu.Lock()
 	pw, ok := s.pings[h.length]
-	delete(s.pings, h.length)
+	s.forgetPingLocked(h.length)
+	probe := ok && pw.done == nil && s.probesLeft > 0
+	if probe {
+		s.probesLeft--
+	}
 	s.mu.Unlock()
 	if !ok {
 		return
+	}
+	if probe {
+		// One sample may have waited behind a busy start; the path's RTT
+		// is the smallest of a few.
+		_, _ = s.sendPing(nil)
 	}
 	now := time.Now()
 	rtt := now.Sub(pw.sent)

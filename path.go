@@ -212,6 +212,7 @@ func (s *Session) shrinkIdle() {
 	defer s.grownMu.Unlock()
 	if s.grownClosed || len(s.grown) == 0 {
 		s.shrinkTimer = nil
+		s.grown = nil // an idle session holds no set
 		return
 	}
 	s.shrinkTimer.Reset(shrinkAfter)

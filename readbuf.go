@@ -1,0 +1,182 @@
+package braid
+
+import (
+	"io"
+
+	pool "github.com/libp2p/go-buffer-pool"
+)
+
+const (
+	// readBufferSize is the session's read buffer while frames flow:
+	// large enough that one system call brings in many small frames, and
+	// that a 64 KiB payload bypasses it (it is read straight into its own
+	// buffer).
+	readBufferSize = 32 * 1024
+	// smallReadSize is the buffer an idle session waits in: room for
+	// pings, pongs, window updates and a small message, inside the
+	// session, so that waiting costs no pooled buffer. A read that fills
+	// it means more is coming: the next read takes readBufferSize from
+	// the pool.
+	smallReadSize = 512
+	// maxEmptyReads bounds reads that return nothing and no error (a
+	// broken conn), as bufio does.
+	maxEmptyReads = 100
+)
+
+// readBuffer is the read loop's buffered reader. It holds a pooled
+// readBufferSize buffer only while the conn has more to give: once
+// everything read is consumed and the last read did not fill the buffer
+// (the conn had nothing more at that moment), the buffer goes back to the
+// pool and the next read, which may block, waits in the small buffer. A
+// read that fills the small buffer takes the large one again. A burst
+// costs one small read before the large ones, and an idle session holds
+// 512 bytes instead of 32 KiB. Not safe for concurrent use: only the read
+// loop uses it.
+type readBuffer struct {
+	conn     io.Reader
+	small    [smallReadSize]byte
+	big      []byte // from the pool while held; nil otherwise
+	buf      []byte // small[:] or big
+	r, w     int    // buf[r:w] is read and not consumed
+	lastRead int    // bytes the last read brought
+	err      error  // the conn's error, returned once the buffer is consumed
+}
+
+func newReadBuffer(conn io.Reader) *readBuffer {
+	b := &readBuffer{conn: conn}
+	b.buf = b.small[:]
+	return b
+}
+
+// buffered returns the bytes read and not consumed.
+func (b *readBuffer) buffered() int { return b.w - b.r }
+
+// useBig moves what is buffered into a pooled large buffer.
+func (b *readBuffer) useBig() {
+	big := pool.Get(readBufferSize)
+	b.w = copy(big, b.buf[b.r:b.w])
+	b.r = 0
+	b.big, b.buf = big, big
+}
+
+// settle returns the large buffer once it is consumed and the last read
+// left the conn empty (it did not fill the buffer), or moves buffered
+// bytes to the front.
+func (b *readBuffer) settle() {
+	if b.r < b.w {
+		if b.r > 0 {
+			b.w = copy(b.buf, b.buf[b.r:b.w])
+			b.r = 0
+		}
+		return
+	}
+	b.r, b.w = 0, 0
+	if b.big != nil && b.lastRead < len(b.big) {
+		pool.Put(b.big)
+		b.big, b.buf = nil, b.small[:]
+	}
+}
+
+// fill reads until at least need bytes are buffered (need <=
+// readBufferSize), or the conn fails.
+func (b *readBuffer) fill(need int) error {
+	for empty := 0; b.buffered() < need; {
+		if b.err != nil {
+			return b.err
+		}
+		b.settle()
+		if b.big == nil && (need > len(b.small) || b.lastRead == len(b.small)) {
+			b.useBig()
+		}
+		n, err := b.conn.Read(b.buf[b.w:])
+		b.w += n
+		b.lastRead = n
+		if err != nil {
+			b.err = err
+		} else if n == 0 {
+			if empty++; empty >= maxEmptyReads {
+				b.err = io.ErrNoProgress
+			}
+		}
+	}
+	return nil
+}
+
+// Peek returns the next n bytes without consuming them; they are valid
+// until the next call. Fewer than n come with the error that cut them.
+func (b *readBuffer) Peek(n int) ([]byte, error) {
+	if err := b.fill(n); err != nil {
+		return b.buf[b.r:b.w], err
+	}
+	return b.buf[b.r : b.r+n], nil
+}
+
+// Discard skips the next n bytes.
+func (b *readBuffer) Discard(n int) (int, error) {
+	done := 0
+	for done < n {
+		if b.buffered() == 0 {
+			if err := b.fill(1); err != nil {
+				return done, err
+			}
+		}
+		k := min(n-done, b.buffered())
+		b.r += k
+		done += k
+	}
+	return done, nil
+}
+
+// ReadByte returns the next byte.
+func (b *readBuffer) ReadByte() (byte, error) {
+	if err := b.fill(1); err != nil {
+		return 0, err
+	}
+	c := b.buf[b.r]
+	b.r++
+	return c, nil
+}
+
+// Read reads into p: what is buffered, else one read of the conn, straight
+// into p when p is at least a large buffer's size.
+func (b *readBuffer) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if b.buffered() == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.settle()
+		if len(p) >= readBufferSize {
+			n, err := b.conn.Read(p)
+			b.lastRead = n
+			if err != nil {
+				b.err = err
+				if n == 0 {
+					return 0, err
+				}
+			}
+			return n, nil
+		}
+		if b.big == nil && len(p) > len(b.small) {
+			b.useBig() // a payload larger than the small buffer is coming
+		}
+		if err := b.fill(1); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, b.buf[b.r:b.w])
+	b.r += n
+	return n, nil
+}
+
+// release returns the large buffer, if held; the read loop calls it when
+// it ends.
+func (b *readBuffer) release() {
+	if b.big != nil {
+		pool.Put(b.big)
+		b.big, b.buf = nil, b.small[:]
+		b.r, b.w = 0, 0
+	}
+}
