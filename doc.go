@@ -14,9 +14,26 @@
 // turns, so a bulk transfer can't starve a small request.
 //
 // Flow control follows yamux (256 KiB initial window per stream, window
-// updates as deltas); the receiver grows a stream's window toward the
-// bandwidth-delay product it measures, up to Config.MaxStreamWindow, asking
-// Config.Memory first.
+// updates as deltas), and braid's receiver governs its own windows, with
+// any yamux sender: the session learns its path (the round-trip time from
+// pings, the rate from arrivals, assumed to be at least 1 Gbit/s) and a
+// new stream's SYN or ACK grants at once the window the path needs, so
+// that on a long link a request/response or a new bulk stream does not
+// pay the 256 KiB initial window as round trips, while on a fast local
+// link streams keep the initial window and a small request never queues
+// behind megabytes in flight. Windows double while they limit a transfer,
+// within Config.MaxStreamWindow, a budget for all of a session's streams
+// (Config.MaxSessionWindow) and Config.Memory, which is asked with no lock
+// held; a stream idle for a second shrinks back and returns the memory.
+//
+// mplex has no flow control. When an mplex stream's buffer
+// (Config.MaxReceiveBuffer) is full, the session pushes back: it stops
+// reading the connection, so that TCP slows the sender, for as long as
+// the stream's reader keeps reading, and resets only a stream whose
+// reader has not read for Config.MaxReceiveStall (250 ms by default). A
+// fast sender and a reader descheduled for a few milliseconds is ordinary
+// bulk transfer and never loses its stream; a reader that stopped holds
+// up the other streams once, for at most that long.
 //
 // A Session is one side of a connection: Client on one end, Server on the
 // other. Streams are net.Conns with half-close and resets that carry an
