@@ -260,7 +260,7 @@ func BenchmarkNewStreamKnownPath(b *testing.B) {
 			mean := total / time.Duration(b.N)
 			b.ReportMetric(float64(mean.Microseconds())/1e3, "ms/op")
 			b.ReportMetric(mean.Seconds()/ideal.Seconds(), "x-ideal")
-			b.ReportMetric((to90 / time.Duration(b.N)).Seconds()/rtt.Seconds(), "rtts-to-90")
+			b.ReportMetric((to90/time.Duration(b.N)).Seconds()/rtt.Seconds(), "rtts-to-90")
 		})
 	}
 }
