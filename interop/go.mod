@@ -6,6 +6,7 @@ replace github.com/braidmux/braid => ../
 
 require (
 	github.com/braidmux/braid v0.0.0-00010101000000-000000000000
+	github.com/hashicorp/yamux v0.1.2
 	github.com/libp2p/go-libp2p-testing v0.12.0
 	github.com/libp2p/go-mplex v0.7.0
 	github.com/libp2p/go-yamux/v5 v5.1.0
