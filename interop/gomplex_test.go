@@ -464,17 +464,18 @@ func floodUntilReset(st mplexStream, chunk int, pause time.Duration) (int, error
 
 // slowReaderCheck floods stream after stream of e towards a braid server
 // that never reads them, for a while, while it measures a 64-byte echo on
-// another stream. The echo must stay fast (braid's read loop never waits
-// for the flooded streams' reader), and each flooded stream must end
-// reset: isReset checks the flooder's write error.
+// another stream. The echo must stay fast (braid's read loop waits for a
+// flooded stream's reader at most Config.MaxReceiveStall, once), and each
+// flooded stream must end reset: isReset checks the flooder's write error.
 func slowReaderCheck(t *testing.T, e mplexEnd, server *braid.Session, isReset func(error) bool) {
-	// Under -race the bound is 150 ms: the race detector makes the read
-	// loop several times slower, and the echo then waits behind the flood
-	// bytes already in the sockets. A stalled read loop would wait for
-	// the flooded stream's reader: forever here.
-	maxLatency := 50 * time.Millisecond
+	// The bound is the push-back's, plus 50 ms (150 ms under -race: the
+	// race detector makes the read loop several times slower, and the
+	// echo then waits behind the flood bytes already in the sockets). A
+	// read loop that waited for the flooded stream's reader without bound
+	// would wait forever here.
+	maxLatency := slowReaderConfig().MaxReceiveStall + 50*time.Millisecond
 	if race.WithRace() {
-		maxLatency = 150 * time.Millisecond
+		maxLatency = slowReaderConfig().MaxReceiveStall + 150*time.Millisecond
 	}
 	const (
 		floodFor   = 300 * time.Millisecond
@@ -567,10 +568,12 @@ func closedChan() <-chan struct{} {
 	return c
 }
 
-// slowReaderConfig is mplexConfig with a 256 KiB receive buffer.
+// slowReaderConfig is mplexConfig with a 256 KiB receive buffer and a
+// 50 ms push-back bound.
 func slowReaderConfig() *braid.Config {
 	cfg := mplexConfig()
 	cfg.MaxReceiveBuffer = 256 << 10
+	cfg.MaxReceiveStall = 50 * time.Millisecond
 	return cfg
 }
 
