@@ -2,6 +2,7 @@ package braid
 
 import (
 	"io"
+	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
 )
@@ -15,19 +16,30 @@ const (
 	// smallReadSize is the buffer an idle session waits in: room for
 	// pings, pongs, window updates and a small message, inside the
 	// session, so that waiting costs no pooled buffer. A read that fills
-	// it means more is coming: the next read takes readBufferSize from
-	// the pool.
+	// it (more is coming), or any read during a bulk flow, takes
+	// readBufferSize from the pool.
 	smallReadSize = 512
+	// quietRead: a read that brought less than this left the conn
+	// empty, and the flow is not a bulk one (whose reads bring tens of
+	// KiB): once it is consumed, the large buffer goes back to the pool.
+	// A bulk flow keeps its buffer between frames, and pays no small
+	// read per frame.
+	quietRead = readBufferSize / 4
+	// bulkGrace: a quiet read less than this after the last large one is
+	// a pause inside a bulk flow, not the end of it: the buffer stays.
+	bulkGrace = time.Millisecond
 	// maxEmptyReads bounds reads that return nothing and no error (a
 	// broken conn), as bufio does.
 	maxEmptyReads = 100
 )
 
 // readBuffer is the read loop's buffered reader. It holds a pooled
-// readBufferSize buffer only while the conn has more to give: once
-// everything read is consumed and the last read did not fill the buffer
-// (the conn had nothing more at that moment), the buffer goes back to the
-// pool and the next read, which may block, waits in the small buffer. A
+// readBufferSize buffer only while frames flow: once everything read is
+// consumed and the last read was quiet (less than quietRead: the conn had
+// nothing more at that moment) and no large read came within bulkGrace (no
+// bulk flow is running), the buffer goes back to the pool and the next
+// read, which may block, waits in the small buffer. After a bulk flow the
+// buffer is held until the next quiet read, such as a keep-alive's. A
 // read that fills the small buffer takes the large one again. A burst
 // costs one small read before the large ones, and an idle session holds
 // 512 bytes instead of 32 KiB. Not safe for concurrent use: only the read
@@ -35,11 +47,12 @@ const (
 type readBuffer struct {
 	conn     io.Reader
 	small    [smallReadSize]byte
-	big      []byte // from the pool while held; nil otherwise
-	buf      []byte // small[:] or big
-	r, w     int    // buf[r:w] is read and not consumed
-	lastRead int    // bytes the last read brought
-	err      error  // the conn's error, returned once the buffer is consumed
+	big      []byte    // from the pool while held; nil otherwise
+	buf      []byte    // small[:] or big
+	r, w     int       // buf[r:w] is read and not consumed
+	lastRead int       // bytes the last read brought
+	lastBulk time.Time // when a read last brought quietRead or more
+	err      error     // the conn's error, returned once the buffer is consumed
 }
 
 func newReadBuffer(conn io.Reader) *readBuffer {
@@ -60,7 +73,7 @@ func (b *readBuffer) useBig() {
 }
 
 // settle returns the large buffer once it is consumed and the last read
-// left the conn empty (it did not fill the buffer), or moves buffered
+// was quiet, and not within bulkGrace of a large one; or moves buffered
 // bytes to the front.
 func (b *readBuffer) settle() {
 	if b.r < b.w {
@@ -71,9 +84,23 @@ func (b *readBuffer) settle() {
 		return
 	}
 	b.r, b.w = 0, 0
-	if b.big != nil && b.lastRead < len(b.big) {
+	if b.big != nil && b.lastRead < quietRead && !b.bulkFlowing() {
 		pool.Put(b.big)
 		b.big, b.buf = nil, b.small[:]
+	}
+}
+
+// bulkFlowing reports whether a large read came within bulkGrace.
+func (b *readBuffer) bulkFlowing() bool {
+	return !b.lastBulk.IsZero() && time.Since(b.lastBulk) <= bulkGrace
+}
+
+// noteRead records a read of n bytes; a large one is timed (one clock
+// read per large read, none per small one).
+func (b *readBuffer) noteRead(n int) {
+	b.lastRead = n
+	if n >= quietRead {
+		b.lastBulk = time.Now()
 	}
 }
 
@@ -85,12 +112,12 @@ func (b *readBuffer) fill(need int) error {
 			return b.err
 		}
 		b.settle()
-		if b.big == nil && (need > len(b.small) || b.lastRead == len(b.small)) {
+		if b.big == nil && (need > len(b.small) || b.lastRead == len(b.small) || b.bulkFlowing()) {
 			b.useBig()
 		}
 		n, err := b.conn.Read(b.buf[b.w:])
 		b.w += n
-		b.lastRead = n
+		b.noteRead(n)
 		if err != nil {
 			b.err = err
 		} else if n == 0 {
@@ -150,7 +177,7 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 		b.settle()
 		if len(p) >= readBufferSize {
 			n, err := b.conn.Read(p)
-			b.lastRead = n
+			b.noteRead(n)
 			if err != nil {
 				b.err = err
 				if n == 0 {

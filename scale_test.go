@@ -197,44 +197,6 @@ func TestScaleManyStreams(t *testing.T) {
 	runtime.KeepAlive(accepted)
 }
 
-// Promise: 10,000 idle session pairs in one process, each of which moved
-// a stream's bytes once, cost at most maxSessionPairBytes of heap and
-// maxSessionPairGoroutines goroutines each, and all still work. The
-// pairs run over net.Pipe: 10,000 loopback TCP pairs would need more
-// file descriptors than these machines allow (20,000);
-// TestScaleManySessions measures the same over TCP with 100.
-func TestScaleIdleSessions(t *testing.T) {
-	n := idleSessionCount()
-	type pair struct{ client, server *Session }
-	pairs := make([]pair, n)
-	goroutines := runtime.NumGoroutine()
-	before := heapBytes()
-	for i := range pairs {
-		c1, c2 := net.Pipe()
-		pairs[i].client, pairs[i].server = sessionPairOver(t, c1, c2, nil)
-	}
-	for _, p := range pairs {
-		useOneStream(t, p.client, p.server)
-	}
-	perPair := float64(heapBytes()-before) / float64(n)
-	perPairG := float64(runtime.NumGoroutine()-goroutines) / float64(n)
-	t.Logf("%d idle session pairs (one stream used each): %.0f B of heap per pair (bound %d), %.2f goroutines per pair (bound %d)",
-		n, perPair, maxSessionPairBytes, perPairG, maxSessionPairGoroutines)
-	require.LessOrEqual(t, perPair, float64(maxSessionPairBytes), "idle session pair memory")
-	require.LessOrEqual(t, perPairG, float64(maxSessionPairGoroutines), "idle session pair goroutines")
-	// Still working: a ping each way on every pair.
-	for _, p := range pairs {
-		_, err := p.client.Ping()
-		require.NoError(t, err)
-		_, err = p.server.Ping()
-		require.NoError(t, err)
-	}
-	for _, p := range pairs {
-		require.NoError(t, p.client.Close())
-		require.NoError(t, p.server.Close())
-	}
-}
-
 // useOneStream echoes a small message on one stream of the pair and waits
 // until both tables are empty and the first pings are answered: what an
 // idle session looks like after it was used.
@@ -266,7 +228,7 @@ func TestScaleManySessions(t *testing.T) {
 	for _, p := range pairs {
 		useOneStream(t, p.client, p.server)
 	}
-	perSession := float64(heapBytes()-before) / float64(sessions)
+	perSession := float64(int64(heapBytes())-int64(before)) / float64(sessions)
 	t.Logf("%d idle session pairs: %.0f B of heap per pair (bound %d)", sessions, perSession, maxSessionPairBytes)
 	require.LessOrEqual(t, perSession, float64(maxSessionPairBytes), "idle session pair memory")
 
@@ -293,6 +255,56 @@ func TestScaleManySessions(t *testing.T) {
 	t.Logf("%d x %d concurrent 1 KiB echoes in %v", sessions, streams, time.Since(start))
 	for _, p := range pairs {
 		require.Eventually(t, func() bool { return p.client.NumStreams() == 0 && p.server.NumStreams() == 0 }, eventually, time.Millisecond)
+		require.NoError(t, p.client.Close())
+		require.NoError(t, p.server.Close())
+	}
+}
+
+// Promise: 10,000 idle session pairs in one process, each of which moved
+// a stream's bytes once, cost at most maxSessionPairBytes of heap and
+// maxSessionPairGoroutines goroutines each, and all still work. The
+// pairs run over net.Pipe: 10,000 loopback TCP pairs would need more
+// file descriptors than these machines allow (20,000);
+// TestScaleManySessions measures the same over TCP with 100.
+func TestScaleIdleSessions(t *testing.T) {
+	n := idleSessionCount()
+	type pair struct{ client, server *Session }
+	pairs := make([]pair, n)
+	goroutines := runtime.NumGoroutine()
+	before := heapBytes()
+	for i := range pairs {
+		// No t.Cleanup: the sessions are closed below, and must be
+		// garbage when the test ends (the next test measures the heap).
+		c1, c2 := net.Pipe()
+		var err error
+		pairs[i].client, err = Client(c1, nil)
+		require.NoError(t, err)
+		pairs[i].server, err = Server(c2, nil)
+		require.NoError(t, err)
+	}
+	defer func() {
+		for _, p := range pairs {
+			p.client.Close()
+			p.server.Close()
+		}
+	}()
+	for _, p := range pairs {
+		useOneStream(t, p.client, p.server)
+	}
+	perPair := float64(int64(heapBytes())-int64(before)) / float64(n)
+	perPairG := float64(runtime.NumGoroutine()-goroutines) / float64(n)
+	t.Logf("%d idle session pairs (one stream used each): %.0f B of heap per pair (bound %d), %.2f goroutines per pair (bound %d)",
+		n, perPair, maxSessionPairBytes, perPairG, maxSessionPairGoroutines)
+	require.LessOrEqual(t, perPair, float64(maxSessionPairBytes), "idle session pair memory")
+	require.LessOrEqual(t, perPairG, float64(maxSessionPairGoroutines), "idle session pair goroutines")
+	// Still working: a ping each way on every pair.
+	for _, p := range pairs {
+		_, err := p.client.Ping()
+		require.NoError(t, err)
+		_, err = p.server.Ping()
+		require.NoError(t, err)
+	}
+	for _, p := range pairs {
 		require.NoError(t, p.client.Close())
 		require.NoError(t, p.server.Close())
 	}
