@@ -44,6 +44,11 @@ type cell struct {
 	measure measureFunc
 	// na says why a contender does not apply, or "".
 	na func(e entry) string
+	// start, if set, prepares what measure needs before the first round
+	// (an error fails the cell for every contender); stop, if set, undoes
+	// it after the last. Cells may share them: both must be idempotent.
+	start func(context.Context) error
+	stop  func()
 }
 
 // Workload names, as -only takes them.
@@ -56,11 +61,15 @@ const (
 	wPackets  = "packets"
 	wChunks   = "chunks"
 	wNotify   = "notify"
+	wHosts    = "hosts" // the -only name of the host rows
+	// The host rows' workloads.
+	wHostChunks = "host-chunks"
+	wHostNotify = "host-notify"
 )
 
 // workloadNames lists the workloads in report order.
 func workloadNames() []string {
-	return []string{wBulk, wSmall, wPing, wIdle, wSlowdown, wPackets, wChunks, wNotify}
+	return []string{wBulk, wSmall, wPing, wIdle, wSlowdown, wPackets, wChunks, wNotify, wHosts}
 }
 
 // Metric keys.
@@ -117,6 +126,9 @@ func buildCells(opts options) []cell {
 		for _, n := range p.NotifyCounts {
 			add(notifyCell(n, size))
 		}
+	}
+	for _, c := range hostCells(opts) {
+		add(c)
 	}
 	return selectCells(cells, opts.Only)
 }

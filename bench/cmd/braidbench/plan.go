@@ -23,6 +23,12 @@ type plan struct {
 	NotifyCounts   []int         `json:"notify_counts"` // messages of the notification runs
 	NotifySizes    []int         `json:"notify_sizes"`
 	ChunkCounts    []int         `json:"chunk_counts"`
+	// The host rows (hostbench): chunks per op, whether the batched
+	// variants run, and the notifications' count and sizes.
+	HostChunks      int   `json:"host_chunks"`
+	HostBatched     bool  `json:"host_batched"`
+	HostNotifyCount int   `json:"host_notify_count"`
+	HostNotifySizes []int `json:"host_notify_sizes"`
 }
 
 // The published experiments' sizes.
@@ -56,6 +62,10 @@ func defaultPlan() plan {
 		NotifyCounts:   scaleCounts(publishedNotifyCounts(), 10),
 		NotifySizes:    []int{notifySmall, notifyLarge},
 		ChunkCounts:    []int{25, 120},
+		HostChunks:      120,
+		HostBatched:     true,
+		HostNotifyCount: 100,
+		HostNotifySizes: []int{notifySmall, notifyLarge},
 	}
 }
 
@@ -75,6 +85,9 @@ func quickPlan() plan {
 		NotifyCounts:   scaleCounts(publishedNotifyCounts()[:1], 20),
 		NotifySizes:    []int{notifySmall, notifyLarge},
 		ChunkCounts:    []int{25, 120},
+		HostChunks:      120,
+		HostNotifyCount: 20,
+		HostNotifySizes: []int{notifySmall},
 	}
 }
 
