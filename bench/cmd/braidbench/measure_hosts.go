@@ -178,13 +178,13 @@ func hostNotifyCell(h *hostRunner, count, size int, linkName string, link *slowc
 	c := cell{
 		ID:       fmt.Sprintf("host/notify/%dKiB/%d/%s", size>>10, count, id),
 		Workload: wHostNotify, Groups: []string{wHosts, wNotify},
-		Title:    fmt.Sprintf("Notifications with backpressure (Polkadot) between %s: %d messages of %d KiB at once on one stream", where, count, size>>10),
-		Params:   map[string]string{"count": strconv.Itoa(count), "size": strconv.Itoa(size), "link": id},
-		Metrics:  []metric{{Key: mMsgps, Unit: "msgs/s", Higher: true}, {Key: mTimeMsg, Unit: "µs"}},
-		Note:     "tcp is one raw TCP connection, no libp2p, no noise.",
-		na:       hostNA,
-		start:    h.start,
-		stop:     h.stop,
+		Title:   fmt.Sprintf("Notifications with backpressure (Polkadot) between %s: %d messages of %d KiB at once on one stream", where, count, size>>10),
+		Params:  map[string]string{"count": strconv.Itoa(count), "size": strconv.Itoa(size), "link": id},
+		Metrics: []metric{{Key: mMsgps, Unit: "msgs/s", Higher: true}, {Key: mTimeMsg, Unit: "µs"}},
+		Note:    "tcp is one raw TCP connection, no libp2p, no noise.",
+		na:      hostNA,
+		start:   h.start,
+		stop:    h.stop,
 	}
 	args := []string{"-scenario", "notify", "-count", strconv.Itoa(count), "-size", strconv.Itoa(size)}
 	if link != nil {
