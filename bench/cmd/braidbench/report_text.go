@@ -21,6 +21,7 @@ const (
 // writeText prints the report as plain-text tables.
 func writeText(w io.Writer, rep *report) {
 	writeHeader(w, rep)
+	writeVerdict(w, buildVerdict(rep))
 	for _, c := range rep.Cells {
 		if isPacketCell(c) {
 			continue
@@ -64,11 +65,17 @@ func writeCellTable(w io.Writer, c *cellResult) {
 		head = append(head, m.Key+" "+betterArrow(m), "[min-max]", "xtcp", "xyamux")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	na := map[string][]string{} // reason -> contenders
+	var reasons []string
 	for _, r := range c.Results {
 		row := []string{r.Contender}
 		switch {
 		case r.NotApplicable != "":
-			row = append(row, "n/a: "+r.NotApplicable)
+			if na[r.NotApplicable] == nil {
+				reasons = append(reasons, r.NotApplicable)
+			}
+			na[r.NotApplicable] = append(na[r.NotApplicable], r.Contender)
+			continue
 		case r.Failed != "":
 			row = append(row, "FAILED: "+firstLine(r.Failed))
 		case len(r.Samples) == 0:
@@ -84,6 +91,26 @@ func writeCellTable(w io.Writer, c *cellResult) {
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+	for _, why := range reasons {
+		fmt.Fprintf(w, "   n/a %s: %s\n", strings.Join(na[why], ", "), why)
+	}
+}
+
+// writeVerdict prints the verdict table.
+func writeVerdict(w io.Writer, rows []verdictRow) {
+	if len(rows) == 0 {
+		return
+	}
+	won, lost, un := verdictTally(rows)
+	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d, %d not measured\n", won, lost, un)
+	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run; targets from issues #12 and #15; within %.0f%% of a \"no worse\" bound is a tie\n", 100*tieTolerance)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tbraid\txyamux\txtcp\ttarget\tresult\tsource")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s: %s\t%s\n", r.Workload, r.Braid,
+			fmtRatio(r.VsYamux), fmtRatio(r.VsRaw), r.Target, strings.ToUpper(string(r.Status)), r.Detail, r.Source)
 	}
 	tw.Flush()
 }
