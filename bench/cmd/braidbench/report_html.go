@@ -50,6 +50,7 @@ func writeHTML(w io.Writer, rep *report) error {
 		Rep: rep, Date: rep.Machine.Date.Format(time.RFC1123), Took: rep.Duration.Round(time.Second).String(),
 		Legend: legend, Sections: hs, Text: text.String(),
 		Verdict: vr, Won: won, Lost: lost, Unmeasured: un, Tie: fmt.Sprintf("%.0f %%", 100*tieTolerance),
+		BestOthers: strings.Join(bestOthers(), ", "),
 	})
 }
 
@@ -62,7 +63,7 @@ type htmlData struct {
 	Text                  string
 	Verdict               []htmlVerdict
 	Won, Lost, Unmeasured int
-	Tie                   string
+	Tie, BestOthers       string
 }
 
 type htmlLegend struct {
@@ -374,7 +375,7 @@ pre.text{font-size:10px;background:#f7f7f7;padding:1em;width:max-content;min-wid
 </table>
 <section id="verdict"><details open><summary><h2>Verdict</h2></summary>
 <p class="tally">braid met <b class="won">{{.Won}}</b> targets and missed <b class="lost">{{.Lost}}</b>{{if .Unmeasured}}; {{.Unmeasured}} not measured{{end}}.</p>
-<p class="note">Ratios are braid's median over the other's median from this run (for times, less than 1 is faster; for rates, more than 1). Targets are issue #12's (the writer under load) and #15's (flow control and memory); a workload no issue names is held to go-yamux, and within {{.Tie}} of that bound is a tie.{{if .Rep.Options.Quick}} A -quick run has smaller workloads than the issues' targets assume.{{end}}</p>
+<p class="note">Ratios are braid's median over the other's median from this run (for times, less than 1 is faster; for rates, more than 1). Targets are issue #12's (the writer under load) and #15's (flow control and memory): #12.3 is issue 12, target 3; "best other" is the best of {{.BestOthers}}. A workload no issue names (source "none") is held to go-yamux, and within {{.Tie}} of that bound is a tie.{{if .Rep.Options.Quick}} A -quick run has smaller workloads than the issues' targets assume.{{end}}</p>
 <table class="verdict" id="verdict-table">
 <thead><tr><th>workload</th><th>braid</th><th>braid / go-yamux</th><th>braid / raw</th><th>target</th><th>result</th></tr></thead>
 <tbody>{{range .Verdict}}<tr class="{{if eq .Status "not measured"}}unmeasured{{else}}{{.Status}}{{end}}" data-status="{{.Status}}" data-cell="{{.CellID}}">

@@ -105,7 +105,8 @@ func writeVerdict(w io.Writer, rows []verdictRow) {
 	}
 	won, lost, un := verdictTally(rows)
 	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d, %d not measured\n", won, lost, un)
-	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run; targets from issues #12 and #15; within %.0f%% of a \"no worse\" bound is a tie\n", 100*tieTolerance)
+	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run. source #12.3: issue 12, target 3; none: no issue names the workload,\n")
+	fmt.Fprintf(w, "   so braid is held to yamux (within %.0f%% is a tie). best other: the best of %s.\n", 100*tieTolerance, strings.Join(bestOthers(), ", "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tbraid\txyamux\txtcp\ttarget\tresult\tsource")
 	for _, r := range rows {

@@ -251,9 +251,9 @@ func (c chart) render(order []string) template.HTML {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="%s" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		html.EscapeString(c.ID), chartWidth, height, chartWidth, height, html.EscapeString(title))
-	fmt.Fprintf(&sb, `<text x="0" y="16" class="ct">%s</text>`, html.EscapeString(title))
+	fmt.Fprintf(&sb, `<text x="2" y="16" class="ct">%s</text>`, html.EscapeString(title))
 	for i, l := range sub {
-		fmt.Fprintf(&sb, `<text x="0" y="%d" class="sub">%s</text>`, titleH+i*lineH+12, html.EscapeString(l))
+		fmt.Fprintf(&sb, `<text x="2" y="%d" class="sub">%s</text>`, titleH+i*lineH+12, html.EscapeString(l))
 	}
 	// Gridlines and ticks first, so bars draw over them.
 	for _, t := range a.ticks() {
@@ -266,7 +266,7 @@ func (c chart) render(order []string) template.HTML {
 	for _, g := range c.Groups {
 		if g.Label != "" {
 			for _, l := range wrap(g.Label, wrapChars) {
-				fmt.Fprintf(&sb, `<text x="0" y="%d" class="gl">%s</text>`, y+12, html.EscapeString(l))
+				fmt.Fprintf(&sb, `<text x="2" y="%d" class="gl">%s</text>`, y+12, html.EscapeString(l))
 				y += lineH
 			}
 		}

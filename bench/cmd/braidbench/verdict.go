@@ -60,7 +60,7 @@ type target struct {
 }
 
 // noTarget is the source of the default target.
-const noTarget = "none: held to go-yamux"
+const noTarget = "none"
 
 // tieTolerance is how far over a "no worse than" bound (factor 1) braid
 // may be and still meet it: two medians within 1 % are a tie, not a loss
@@ -90,29 +90,29 @@ func targetsFor(c *cellResult) []target {
 	switch c.Workload {
 	case wBulk:
 		if isTLS(c) {
-			return []target{{mMBps, []condition{atLeast(yamuxName, 1.1), atLeast(rawName, 0.9)}, "#12 target 2 (TLS)"}}
+			return []target{{mMBps, []condition{atLeast(yamuxName, 1.1), atLeast(rawName, 0.9)}, "#12.2 (TLS)"}}
 		}
-		return []target{{mMBps, []condition{atLeast(yamuxName, 1.2)}, "#12 target 2"}}
+		return []target{{mMBps, []condition{atLeast(yamuxName, 1.2)}, "#12.2"}}
 	case wSmall:
-		return []target{{mMsgps, []condition{atLeast(yamuxName, 10)}, "#12 target 4"}}
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 10)}, "#12.4"}}
 	case wPing:
 		if c.Params["neighbours"] == "0" {
-			return []target{{mP50, []condition{atMost(yamuxName, 1)}, "#12 target 4"}}
+			return []target{{mP50, []condition{atMost(yamuxName, 1)}, "#12.4"}}
 		}
 		conds := []condition{atMost(refBestOther, 0.5), atMost("braid-nocoalesce", 1)}
-		return []target{{mP50, conds, "#12 target 1"}, {mP99, conds, "#12 target 1"}}
+		return []target{{mP50, conds, "#12.1"}, {mP99, conds, "#12.1"}}
 	case wIdle:
-		return []target{{mHeap, []condition{{atMost: true, factor: 1024, unit: "B"}}, "#12 target 4"}}
+		return []target{{mHeap, []condition{{atMost: true, factor: 1024, unit: "B"}}, "#12.4"}}
 	case wNotify:
-		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12 target 3"}}
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12.3"}}
 	case wHostNotify:
-		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12 target 3 (vs go-yamux: the hosts' tcp has no noise)"}}
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3 (vs yamux only: the hosts' tcp has no noise)"}}
 	case wChunks, wHostChunks:
 		if c.Params["latency"] == chunkLatency.String() {
 			if c.Params["n"] == "120" && c.Params["mode"] == "single" {
-				return []target{{mTimeOp, []condition{atMost(rawName, 1.1)}, "#15 target 1"}}
+				return []target{{mTimeOp, []condition{atMost(rawName, 1.1)}, "#15.1"}}
 			}
-			return []target{{mTimeOp, []condition{atMost(yamuxName, 1)}, "#15 target 1"}}
+			return []target{{mTimeOp, []condition{atMost(yamuxName, 1)}, "#15.1"}}
 		}
 	}
 	return []target{defaultTarget(first)}
@@ -210,9 +210,6 @@ func judge(conds []condition, m metric, v float64, ref func(string) (float64, st
 			}
 			got = v / r
 			what = fmt.Sprintf("%.2fx %s", got, who)
-			if cd.ref == refBestOther {
-				what += fmt.Sprintf(" (best other, %s)", fmtNum(r))
-			}
 		}
 		holds := got >= cd.factor
 		if cd.atMost {
@@ -247,7 +244,7 @@ func describeTarget(conds []condition, m metric) string {
 		case "":
 			parts = append(parts, fmt.Sprintf("%s %s %s", op, fmtNum(cd.factor), cd.unit))
 		case refBestOther:
-			parts = append(parts, fmt.Sprintf("%s %gx best of %s", op, cd.factor, strings.Join(bestOthers(), "/")))
+			parts = append(parts, fmt.Sprintf("%s %gx best other", op, cd.factor))
 		default:
 			parts = append(parts, fmt.Sprintf("%s %gx %s", op, cd.factor, cd.ref))
 		}
@@ -260,7 +257,7 @@ func describeTarget(conds []condition, m metric) string {
 // reported at the GOMAXPROCS where braid fares worst.
 func packetVerdict(rep *report, k matrixKey) verdictRow {
 	row := verdictRow{CellID: "", Workload: k.workload + " on " + k.link, Metric: "slowdown",
-		Target: "≤ 1x yamux at every GOMAXPROCS", Source: noTarget, Braid: "-", Status: statusUnmeasured}
+		Target: "≤ 1x yamux at each GOMAXPROCS", Source: noTarget, Braid: "-", Status: statusUnmeasured}
 	worst := math.Inf(-1)
 	var procs []string
 	for i := range rep.Cells {
@@ -300,7 +297,7 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 	if worst > 1+tieTolerance {
 		row.Status = statusLost
 	}
-	row.Detail = "yamux: " + strings.Join(procs, ", ")
+	row.Detail = strings.Join(procs, ", ")
 	return row
 }
 
