@@ -171,8 +171,6 @@ func buildSections(rep *report) []section {
 	add(section{id: "chunks", title: "Chunk delivery (Swarm pullsync)", charts: []chart{
 		metricChart("Time per op, loopback", chunkSub+"; loopback TCP", mTimeOp, filter(chunks, lat("0ms")), short),
 		metricChart("Time per op, 200 ms one way", slow, mTimeOp, filter(chunks, lat(chunkLatency.String())), short),
-		metricChart("Heap bytes per op, loopback", "both peers, as go test -benchmem counts", mBytesOp, filter(chunks, lat("0ms")), short),
-		metricChart("Allocations per op, loopback", "both peers", mAllocsOp, filter(chunks, lat("0ms")), short),
 	}})
 
 	add(section{id: "notify", title: "Notifications with backpressure (Polkadot)", charts: []chart{
@@ -187,9 +185,15 @@ func buildSections(rep *report) []section {
 		charts: []chart{
 			metricChart("Chunk delivery, time per op, loopback", chunkSub, mTimeOp, filter(hostChunks, lat("0ms")), short),
 			metricChart("Chunk delivery, time per op, 200 ms one way", slow, mTimeOp, filter(hostChunks, lat(chunkLatency.String())), short),
-			metricChart("Chunk delivery, heap bytes per op, loopback", "the hostbench process: both hosts", mBytesOp, filter(hostChunks, lat("0ms")), short),
 			metricChart("Notifications, message rate", "count messages written at once on one stream", mMsgps, hostNotify, notifyWhere),
 		}})
+
+	add(section{id: "allocs", title: "Allocations per chunk-delivery op", folded: true, charts: []chart{
+		metricChart("Heap bytes per op, loopback", "both peers, as go test -benchmem counts", mBytesOp, filter(chunks, lat("0ms")), short),
+		metricChart("Allocations per op, loopback", "both peers", mAllocsOp, filter(chunks, lat("0ms")), short),
+		metricChart("Heap bytes per op between two go-libp2p hosts, loopback", "the hostbench process: both hosts", mBytesOp, filter(hostChunks, lat("0ms")), short),
+		metricChart("Allocations per op between two go-libp2p hosts, loopback", "the hostbench process: both hosts", mAllocsOp, filter(hostChunks, lat("0ms")), short),
+	}})
 
 	add(section{id: "slowdown", title: "Slowdown vs the network-bound limit, per GOMAXPROCS and link", folded: true,
 		note:   "slowdown = T/T(tcp) - 1 per round (median, whisker: min-max); tcp is one raw conn over the same simulated link, one write per message.",
@@ -351,7 +355,7 @@ summary{cursor:pointer;padding:.2em 0}summary::marker{color:#888}
 table.meta td{padding:1px 12px 1px 0}.legend span{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}
 .legend li{list-style:none;margin:2px 0}.legend{padding-left:0;columns:2;font-size:.9em}
 nav{margin-top:1.2em}nav ol{margin:.3em 0;padding-left:1.4em;font-size:.95em}nav ol ol{font-size:.9em;columns:2}
-table.verdict{border-collapse:collapse;font-size:13px;margin:.6em 0;width:100%}
+table.verdict{border-collapse:collapse;font-size:12.5px;margin:.6em 0;width:100%}
 table.verdict th,table.verdict td{border-bottom:1px solid #e4e4e4;padding:3px 6px;text-align:left;vertical-align:top}
 table.verdict th{background:#f3f3f3;font-weight:600}table.verdict td.num{text-align:right;white-space:nowrap}
 tr.won td.res{color:#16702b;font-weight:600}tr.lost td.res{color:#b00;font-weight:600}tr.unmeasured td.res{color:#777}
