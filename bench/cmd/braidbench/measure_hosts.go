@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,9 +48,11 @@ func (h *hostRunner) start(ctx context.Context) error {
 			return
 		}
 		h.bin = filepath.Join(h.dir, "hostbench")
+		// The go command that runs braidbench: on PATH, or under
+		// $GOROOT, which go run sets.
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		}
 		cmd := exec.CommandContext(ctx, goBin, "build", "-o", h.bin, hostPackage)
 		var out bytes.Buffer
