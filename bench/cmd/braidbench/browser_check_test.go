@@ -40,6 +40,9 @@ type layout struct {
 	// TextClipped is true when the text block's content is wider than
 	// the block (scrolled or cut off).
 	TextClipped bool `json:"text_clipped"`
+	// PageWider is true when the page, every section open, is wider than
+	// the window.
+	PageWider bool `json:"page_wider"`
 	// BrokenLinks lists in-page links whose target does not exist.
 	BrokenLinks []string `json:"broken_links"`
 }
@@ -91,6 +94,7 @@ const checkScript = `<script>
     rows.forEach(function (tr) { out.verdict_statuses.push(tr.getAttribute("data-status")); });
     out.verdict_first = charts.length > 0 && !!(table.compareDocumentPosition(charts[0]) & Node.DOCUMENT_POSITION_FOLLOWING);
   }
+  out.page_wider = document.documentElement.scrollWidth > window.innerWidth;
   var pre = document.querySelector("pre.text");
   out.text_clipped = !pre || pre.scrollWidth > pre.clientWidth + 1;
   document.querySelectorAll('a[href^="#"]').forEach(function (a) {
@@ -135,6 +139,18 @@ func parseLayout(t *testing.T, dom string) layout {
 	return l
 }
 
+// hasFailures tells whether any contender failed any cell of rep.
+func hasFailures(rep *report) bool {
+	for _, c := range rep.Cells {
+		for _, r := range c.Results {
+			if r.Failed != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkLayout checks the page's layout and its verdict against rep.
 func checkLayout(t *testing.T, l layout, rep *report) {
 	t.Helper()
@@ -154,6 +170,11 @@ func checkLayout(t *testing.T, l layout, rep *report) {
 	}
 	if l.TextClipped {
 		t.Error("the text block is clipped: its content is wider than the block")
+	}
+	if l.PageWider && !hasFailures(rep) {
+		// A failure's reason may make the text wider; without one the
+		// tables fit.
+		t.Errorf("with every section open the page is wider than the %s window", browserWindow)
 	}
 	want := buildVerdict(rep)
 	if l.VerdictRows != len(want) || len(want) == 0 {

@@ -1,7 +1,10 @@
 // Command braidbench compares braid with the multiplexers an application
 // would otherwise pick (go-yamux, go-mplex, smux, hashicorp/yamux) and with
-// raw TCP, over loopback TCP and over simulated links, and writes a report
-// to share.
+// raw TCP, over loopback TCP and over simulated links, and braid's
+// libp2pmux with go-libp2p's stock yamux between two real go-libp2p hosts
+// (through libp2pmux/cmd/hostbench, which it builds from the workspace),
+// and writes a report to share that opens with a verdict: each workload
+// won or lost against the targets of issues #12 and #15.
 //
 // Run it with no flags:
 //

@@ -24,7 +24,8 @@ type plan struct {
 	NotifySizes    []int         `json:"notify_sizes"`
 	ChunkCounts    []int         `json:"chunk_counts"`
 	// The host rows (hostbench): chunks per op, whether the batched
-	// variants run, and the notifications' count and sizes.
+	// variant runs over the link, and the notifications' count and
+	// sizes.
 	HostChunks      int   `json:"host_chunks"`
 	HostBatched     bool  `json:"host_batched"`
 	HostNotifyCount int   `json:"host_notify_count"`

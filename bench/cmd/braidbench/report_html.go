@@ -363,7 +363,7 @@ td small{font-weight:400;color:#555;display:block}table.verdict td:first-child{m
 .tally{font-size:1.05em}.tally b.won{color:#16702b}.tally b.lost{color:#b00}
 svg.chart{display:block;margin:1em 0;max-width:100%;height:auto}
 svg .ct{font-weight:600;font-size:14px}svg .sub,svg .gl{font-size:12px;fill:#555;font-style:italic}
-svg .sl{font-size:12px;text-anchor:end}svg .val{font-size:11px;fill:#333}svg .fail{font-size:11px;fill:#c00}
+svg .sl{font-size:11px;text-anchor:end}svg .val{font-size:11px;fill:#333}svg .fail{font-size:11px;fill:#c00}
 svg .tick{font-size:10px;fill:#666;text-anchor:middle}svg .grid{stroke:#e6e6e6;stroke-width:1}svg .axis{stroke:#999;stroke-width:1}
 svg .range{stroke:#000;stroke-width:1;fill:none}svg .clip{fill:#000}svg .zero{stroke:#444;stroke-width:1;stroke-dasharray:3 2}
 svg .tiny{stroke:#000;stroke-width:.5}

@@ -49,8 +49,8 @@ const (
 	chartWidth  = 900
 	labelWidth  = 140 // series names, right-aligned left of the plot
 	labelPad    = 6
-	barHeight   = 14
-	rowPitch    = 18 // a bar row: bar plus gap, room for a 12 px label
+	barHeight   = 12
+	rowPitch    = 15 // a bar row: bar plus gap, room for an 11 px label
 	groupGap    = 8
 	titleH      = 22
 	lineH       = 16 // a subtitle or group label line
@@ -59,9 +59,10 @@ const (
 	arrowW      = 6  // the mark of a clipped whisker
 	minMargin   = 40 // least room right of the plot
 	tinyBar     = 3  // bars narrower than this get a marker
+	tinyMarkW   = 8  // the marker's width
 	wrapChars   = 130
 	failChars   = 110
-	charWidth   = 6.3 // estimated width of a character at 11-12 px
+	charWidth   = 6.6 // estimated width of a character at 11 px, generously
 	targetTicks = 6
 )
 
@@ -218,11 +219,10 @@ func (c chart) render(order []string) template.HTML {
 	for _, g := range c.Groups {
 		for _, b := range g.Bars {
 			if b.Failed == "" {
-				s, clipped := c.label(a, b)
-				w := float64(len(s))*charWidth + valuePad + 4
-				if clipped {
-					w += arrowW
-				}
+				s, _ := c.label(a, b)
+				// Room for the label after a clipped whisker's arrow or a
+				// tiny bar's mark, whichever it follows.
+				w := float64(len([]rune(s)))*charWidth + valuePad + tinyMarkW + arrowW + 4
 				margin = math.Max(margin, w)
 			}
 		}
@@ -285,7 +285,7 @@ func (c chart) render(order []string) template.HTML {
 
 // renderBar draws one bar row at y.
 func (c chart) renderBar(sb *strings.Builder, a axis, b bar, color string, y int) {
-	base := float64(y) + barHeight - 3 // text baseline in the row
+	base := float64(y) + barHeight - 2 // text baseline in the row
 	fmt.Fprintf(sb, `<text x="%d" y="%.0f" class="sl">%s</text>`, labelWidth-labelPad, base, html.EscapeString(b.Series))
 	if b.Failed != "" {
 		msg := b.Failed
@@ -307,8 +307,8 @@ func (c chart) renderBar(sb *strings.Builder, a axis, b bar, color string, y int
 	my := float64(y) + barHeight/2
 	if x1-x0 < tinyBar {
 		// A figure too small to see as a bar: a diamond at its end.
-		fmt.Fprintf(sb, `<path class="tiny" fill="%s" d="M%.1f %.1fl4 -5l4 5l-4 5z"/>`, color, end, my)
-		end += 8
+		fmt.Fprintf(sb, `<path class="tiny" fill="%s" d="M%.1f %.1fl4 -4.5l4 4.5l-4 4.5z"/>`, color, end, my)
+		end += tinyMarkW
 	}
 	s, clipped := c.label(a, b)
 	if b.Max > b.Min {

@@ -106,7 +106,7 @@ func targetsFor(c *cellResult) []target {
 	case wNotify:
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12.3"}}
 	case wHostNotify:
-		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3 (vs yamux only: the hosts' tcp has no noise)"}}
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3, vs yamux only"}}
 	case wChunks, wHostChunks:
 		if c.Params["latency"] == chunkLatency.String() {
 			if c.Params["n"] == "120" && c.Params["mode"] == "single" {
@@ -155,7 +155,7 @@ func cellVerdict(c *cellResult, t target) verdictRow {
 		row.Status = statusUnmeasured
 		row.Detail = "braid has no figure"
 		if b != nil && b.Failed != "" {
-			row.Detail = "braid failed: " + firstLine(b.Failed)
+			row.Detail = "braid failed: " + shorten(firstLine(b.Failed), verdictReason)
 		}
 		return row
 	}
@@ -342,6 +342,18 @@ func notifyLabel(c *cellResult) string {
 	var size int
 	fmt.Sscan(c.Params["size"], &size)
 	return fmt.Sprintf("%s x %d KiB", c.Params["count"], size>>10)
+}
+
+// verdictReason bounds a failure's reason in the verdict; the cell's own
+// table has all of it.
+const verdictReason = 60
+
+// shorten cuts s to n characters, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // verdictTally counts the rows by status.
