@@ -208,7 +208,9 @@ func TestLayoutExtremes(t *testing.T) {
 			}
 			switch {
 			case r.NotApplicable != "":
-			case (i+j)%13 == 5:
+			case (i+j)%13 == 5 && !e.raw:
+				// Not tcp: without the limit a slowdown chart has no bars
+				// at all, and the test wants data in every chart.
 				r.Failed = "timed out after 20s: " + strings.Repeat("a long reason that goes on ", 8)
 			default:
 				scale := math.Pow(10, rng.Float64()*5-3)
