@@ -133,8 +133,15 @@ func buildVerdict(rep *report) []verdictRow {
 			}
 			continue
 		}
-		for _, t := range targetsFor(c) {
-			rows = append(rows, cellVerdict(c, t))
+		ts := targetsFor(c)
+		for _, t := range ts {
+			r := cellVerdict(c, t)
+			if len(ts) > 1 {
+				// Name the metric where a workload has a row per metric.
+				name, _, _ := strings.Cut(t.metric, " ")
+				r.Workload += ", " + name
+			}
+			rows = append(rows, r)
 		}
 	}
 	return rows
