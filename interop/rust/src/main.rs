@@ -293,9 +293,12 @@ async fn command(ctx: Ctx, mut s: Stream) -> Result<(), String> {
         }
         "open" => {
             let (n, size) = (num(1)?, num(2)?);
-            let opened = futures::future::join_all((0..n).map(|_| ctx.open())).await;
-            let streams: Vec<Stream> = opened.into_iter().collect::<Result<_, _>>()?;
-            let checks = streams.into_iter().map(|mut o| async move {
+            // Each check opens its stream and writes at once: rust-yamux
+            // sends the SYN with a stream's first frame and lets at most 256
+            // streams wait for their ACK (lib.rs MAX_ACK_BACKLOG), so
+            // opening all 300 before writing on any would wait forever.
+            let checks = (0..n).map(|_| async {
+                let mut o = ctx.open().await?;
                 let data: Vec<u8> = (0..size).map(|_| rand_byte()).collect();
                 let (mut r, mut w) = AsyncReadExt::split(&mut o);
                 let write = async {
