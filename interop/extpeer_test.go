@@ -55,7 +55,7 @@ const (
 type extPeer struct {
 	name     string
 	protocol braid.Protocol
-	dir      string                     // working directory of the process
+	dir      string                        // working directory of the process
 	argv     func(args ...string) []string // the command line for "listen" or "dial ADDR"
 	// finsOnGoAway: the peer's go-away first ends every open stream with a
 	// FIN (js-libp2p), instead of leaving them open (rust-yamux).
@@ -76,8 +76,8 @@ type extConn struct {
 
 // lockedBuffer collects a process's stderr for the failure log.
 type lockedBuffer struct {
-	mu  sync.Mutex // guards b
-	b   bytes.Buffer
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
