@@ -62,6 +62,10 @@ type extPeer struct {
 	finsOnGoAway bool
 	// pings: the peer can ping on command (rust-yamux 0.13 has no ping API).
 	pings bool
+	// refusedEcho is how the peer's "open" reply describes a stream braid
+	// refused with a reset (rust-yamux reads a reset as the end of the
+	// stream, so its echo comes back empty).
+	refusedEcho string
 }
 
 func (p extPeer) yamux() bool { return p.protocol == braid.Yamux }
@@ -97,6 +101,13 @@ func (l *lockedBuffer) String() string {
 // opens. The process group is killed, and every goroutine ended, when the
 // test ends.
 func startExt(t *testing.T, p extPeer, peerDials bool) *extConn {
+	t.Helper()
+	return startExtWith(t, p, peerDials, braid.DefaultConfig())
+}
+
+// startExtWith is startExt with braid's configuration (its Protocol is set
+// to the peer's).
+func startExtWith(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config) *extConn {
 	t.Helper()
 	var ln net.Listener
 	args := []string{"listen"}
@@ -149,7 +160,6 @@ func startExt(t *testing.T, p extPeer, peerDials bool) *extConn {
 		conn, err = net.DialTimeout("tcp", strings.TrimPrefix(line, "listening "), extStartTimeout)
 		require.NoError(t, err)
 	}
-	cfg := braid.DefaultConfig()
 	cfg.Protocol = p.protocol
 	if peerDials {
 		x.sess, err = braid.Server(conn, cfg)

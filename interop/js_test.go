@@ -35,6 +35,7 @@ func jsPeer(t *testing.T, muxer string, protocol braid.Protocol) extPeer {
 		argv: func(args ...string) []string {
 			return append([]string{node, "peer.mjs", muxer}, args...)
 		},
+		refusedEcho:  "StreamResetError",
 		finsOnGoAway: true, // its muxer close() closes every stream before the go-away
 		pings:        protocol == braid.Yamux,
 	}

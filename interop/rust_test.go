@@ -30,6 +30,7 @@ func TestRustYamuxPeer(t *testing.T) {
 		argv: func(args ...string) []string {
 			return append([]string{bin}, args...)
 		},
+		refusedEcho:  "came back as 0 different bytes",
 		finsOnGoAway: false, // poll_close sends a go-away and closes the socket, open streams get no FIN
 		pings:        false, // no ping API in 0.13; it pings on its own
 	})
