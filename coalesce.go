@@ -25,6 +25,11 @@ const (
 	// Smaller payloads are copied into the batch: a copy of a few KiB
 	// costs less than the wake-up a by-reference write needs.
 	refThreshold = 16 * 1024
+	// notSentLowat is the TCP_NOTSENT_LOWAT the writer sets on a TCP conn
+	// (or the one under TLS): unsent bytes the kernel holds before a write
+	// waits. Half a batch keeps the socket fed between two writes; a small
+	// frame waits behind at most that plus what is in flight.
+	notSentLowat = 32 * 1024
 )
 
 // refFrame is a data frame whose payload is the caller's memory. Its stream
@@ -67,8 +72,9 @@ type writer struct {
 	maxBatch     int
 	writeTimeout time.Duration
 	stats        writerStats
-	done         chan struct{} // closed by run when it returns
-	vec          net.Buffers   // run's writev vector; a field so that WriteTo doesn't allocate
+	done         chan struct{}        // closed by run when it returns
+	vec          net.Buffers          // run's writev vector; a field so that WriteTo doesn't allocate
+	peerRTT      func() time.Duration // the session's round trip; nil without pings (set before run starts)
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -85,6 +91,7 @@ type writer struct {
 	err        error         // sticky; set once, by close or a failed write
 	draining   bool          // close asked run to flush what is queued and stop
 	spareCtrl  []byte        // buffer swapped with ctrl per batch
+	bound      inflight      // the connection-level in-flight bound
 
 	wake chan struct{} // one slot: something was queued, or close
 }
@@ -104,6 +111,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	if !w.coalesce {
 		w.delay = 0
 	}
+	setNotSentLowat(conn, notSentLowat)
 	return w
 }
 
@@ -185,11 +193,12 @@ func (w *writer) run() {
 		ends       []int
 		vec        net.Buffers // backing array of w.vec, kept across batches
 		flat       []byte
+		tail       []byte // a marker ping after the batch's data (inflight.go)
 		delayTimer *time.Timer
 	)
 	for {
 		w.mu.Lock()
-		for len(w.ctrl) == 0 && len(w.ring) == 0 && w.err == nil && !w.draining {
+		for !w.hasWorkLocked() {
 			w.idle = true
 			w.mu.Unlock()
 			<-w.wake
@@ -222,7 +231,15 @@ func (w *writer) run() {
 		ctrlEnds, w.ctrlEnds = w.ctrlEnds, ctrlEnds[:0]
 		w.pongs = 0
 		var size int
-		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl))
+		limit := w.maxBatch
+		if r := w.bound.room(); r >= 0 && !w.draining {
+			limit = min(limit, len(ctrl)+r)
+		}
+		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl), limit)
+		tail = tail[:0]
+		if w.bound.took(size - len(ctrl)) {
+			tail = w.codec.appendHeader(tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
+		}
 		if w.room != nil {
 			close(w.room)
 			w.room = nil
@@ -231,6 +248,9 @@ func (w *writer) run() {
 
 		var err error
 		frames := uint64(len(ctrlEnds) + len(ends) + len(w.inflight))
+		if len(tail) > 0 {
+			frames++
+		}
 		if w.coalesce {
 			if w.writev {
 				vec = vec[:0]
@@ -244,6 +264,9 @@ func (w *writer) run() {
 					f := &w.inflight[i]
 					vec = append(vec, f.hdr[:f.hdrLen], f.payload)
 				}
+				if len(tail) > 0 {
+					vec = append(vec, tail)
+				}
 				err = w.writeVec(vec)
 			} else {
 				flat = append(append(flat[:0], ctrl...), data...)
@@ -251,10 +274,14 @@ func (w *writer) run() {
 					f := &w.inflight[i]
 					flat = append(append(flat, f.hdr[:f.hdrLen]...), f.payload...)
 				}
+				flat = append(flat, tail...)
 				err = w.write(flat)
 			}
 		} else {
 			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
+			if err == nil && len(tail) > 0 {
+				err = w.write(tail)
+			}
 		}
 		w.stats.frames.Add(frames)
 
@@ -293,6 +320,27 @@ func (w *writer) run() {
 			data = nil
 		}
 	}
+}
+
+// hasWorkLocked tells whether run has something to do: control frames,
+// stream frames the in-flight bound lets through, an error or a drain. When
+// only the bound holds frames back, it arms the marker timer. mu held.
+func (w *writer) hasWorkLocked() bool {
+	if len(w.ctrl) > 0 || w.err != nil || w.draining {
+		return true
+	}
+	if len(w.ring) == 0 {
+		return false
+	}
+	if w.peerRTT != nil {
+		w.bound.setBudget(w.peerRTT())
+	}
+	if w.bound.room() != 0 {
+		return true
+	}
+	w.bound.blocked = true
+	w.armMarkerTimer()
+	return false
 }
 
 // writeEach writes every frame with its own Write: Config.Coalesce off.
@@ -394,6 +442,7 @@ func (w *writer) failLocked(err error) {
 		}
 	}
 	w.inflight = nil
+	w.stopMarkerTimer()
 	w.failQueuesLocked()
 	if w.room != nil {
 		close(w.room)

@@ -238,14 +238,15 @@ func (w *writer) detach(s *Stream) {
 // filling the batch. Streams not reached go first next time.
 // Copied frames are appended to data (their ends to ends); by-reference
 // frames go to w.inflight, at most one beyond the batch bound. size is what
-// the batch holds already. mu held.
-func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, int) {
-	for len(w.ring) > 0 && size < w.maxBatch {
+// the batch holds already; limit (at most the batch bound) is where it
+// stops, lower while the in-flight bound holds data back. mu held.
+func (w *writer) takeBatch(data []byte, ends []int, size, limit int) ([]byte, []int, int) {
+	for len(w.ring) > 0 && size < limit {
 		quantum := max(w.maxBatch/len(w.ring), 1)
 		progress, short := false, false
 		served := 0
 		for _, s := range w.ring {
-			if size >= w.maxBatch {
+			if size >= limit {
 				break
 			}
 			served++
@@ -258,7 +259,7 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 					short = true
 					break
 				}
-				if size > 0 && size+n > w.maxBatch {
+				if size > 0 && size+n > limit {
 					break
 				}
 				data = append(data, q.buf[q.head:end]...)
@@ -274,7 +275,7 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 				switch {
 				case n > q.deficit:
 					short = true
-				case len(w.inflight) == 0 || size+n <= w.maxBatch:
+				case len(w.inflight) == 0 && size < limit || size+n <= limit:
 					w.inflight = append(w.inflight, q.ref)
 					q.ref, q.hasRef = refFrame{}, false
 					q.deficit -= n

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -31,38 +30,7 @@ func notifyCell(count, size int) cell {
 	}
 }
 
-// notify sends count messages of size bytes on one stream of e over
-// loopback TCP and returns the time until the receiver has read them all.
+// notify is slowdown.Notify for entry e.
 func notify(ctx context.Context, e entry, count, size int) (time.Duration, error) {
-	p, err := slowdown.LoopbackPair(ctx, e.c)
-	if err != nil {
-		return 0, err
-	}
-	defer p.Close()
-	cs, ss, err := p.OpenPair(ctx)
-	if err != nil {
-		return 0, err
-	}
-	msg := newFrame(size)
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		buf := make([]byte, len(msg))
-		for range count {
-			if _, err := io.ReadFull(ss, buf); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	for range count {
-		if _, err := cs.Write(msg); err != nil {
-			return 0, ctxErr(ctx, err)
-		}
-	}
-	if err := <-done; err != nil {
-		return 0, ctxErr(ctx, err)
-	}
-	return time.Since(start), nil
+	return slowdown.Notify(ctx, e.c, count, size)
 }
