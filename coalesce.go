@@ -231,11 +231,12 @@ func (w *writer) run() {
 		ctrlEnds, w.ctrlEnds = w.ctrlEnds, ctrlEnds[:0]
 		w.pongs = 0
 		var size int
-		limit := w.maxBatch
+		limit, refLimit := w.maxBatch, w.maxBatch
 		if r := w.bound.room(); r >= 0 && !w.draining {
-			limit = min(limit, len(ctrl)+r)
+			refLimit = min(limit, len(ctrl)+r)
+			limit = min(limit, len(ctrl)+w.bound.roomFor(copySlack))
 		}
-		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl), limit)
+		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl), refLimit, limit)
 		tail = tail[:0]
 		if w.bound.took(size - len(ctrl)) {
 			tail = w.codec.appendHeader(tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
@@ -335,7 +336,7 @@ func (w *writer) hasWorkLocked() bool {
 	if w.peerRTT != nil {
 		w.bound.setBudget(w.peerRTT())
 	}
-	if w.bound.room() != 0 {
+	if w.bound.room() != 0 || w.queued > 0 && w.bound.roomFor(copySlack) > 0 {
 		return true
 	}
 	w.bound.blocked = true

@@ -33,6 +33,10 @@ const (
 	// 10 Gbit/s. Faster paths with long round trips are limited to
 	// budget/RTT.
 	inflightRate = 10e9 / 8
+	// copySlack is room beyond the budget for copied (small) frames, so
+	// that a small message beside bulk doesn't wait for a marker's pong:
+	// bulk Writes go by reference, and only they wait at the budget.
+	copySlack = 16 * 1024
 	// markersPerBudget is how many markers a full budget carries, so that
 	// the budget frees in steps of a quarter.
 	markersPerBudget = 4
@@ -71,11 +75,14 @@ type inflight struct {
 
 // room returns how many bytes of stream data the next batch may take; a
 // negative value means no bound. mu held.
-func (f *inflight) room() int {
+func (f *inflight) room() int { return f.roomFor(0) }
+
+// roomFor is room with extra bytes beyond the budget. mu held.
+func (f *inflight) roomFor(extra int) int {
 	if f.budget <= 0 || f.off {
 		return -1
 	}
-	return max(0, f.budget-int(f.sent-f.acked))
+	return max(0, f.budget+extra-int(f.sent-f.acked))
 }
 
 // setBudget sizes the budget from the round trip; rtt 0 (no pong yet)

@@ -288,8 +288,10 @@ func (w *writer) takeRef(s *Stream, n int) {
 // Copied frames are appended to data (their ends to ends); by-reference
 // frames go to w.inflight, at most one beyond the batch bound. size is what
 // the batch holds already; limit (at most the batch bound) is where it
-// stops, lower while the in-flight bound holds data back. mu held.
-func (w *writer) takeBatch(data []byte, ends []int, size, limit int) ([]byte, []int, int) {
+// stops, lower while the in-flight bound holds data back, and refLimit
+// (at most limit) where by-reference frames stop: small copied frames get
+// a little more room than bulk (copySlack). mu held.
+func (w *writer) takeBatch(data []byte, ends []int, size, refLimit, limit int) ([]byte, []int, int) {
 	for len(w.ring) > 0 && size < limit {
 		quantum := max(w.maxBatch/len(w.ring), 1)
 		progress, short := false, false
@@ -326,7 +328,7 @@ func (w *writer) takeBatch(data []byte, ends []int, size, limit int) ([]byte, []
 					short = true
 					break
 				}
-				if !(len(w.inflight) == 0 && size < limit || size+n <= limit) {
+				if !(len(w.inflight) == 0 && size < refLimit || size+n <= refLimit) {
 					break
 				}
 				w.takeRef(s, p)
