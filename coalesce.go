@@ -270,13 +270,7 @@ func (w *writer) run() {
 				}
 				err = w.writeVec(vec)
 			} else {
-				flat = append(append(flat[:0], ctrl...), data...)
-				for i := range w.inflight {
-					f := &w.inflight[i]
-					flat = append(append(flat, f.hdr[:f.hdrLen]...), f.payload...)
-				}
-				flat = append(flat, tail...)
-				err = w.write(flat)
+				flat, err = w.writeFlat(append(append(flat[:0], ctrl...), data...), tail)
 			}
 		} else {
 			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
@@ -321,6 +315,42 @@ func (w *writer) run() {
 			data = nil
 		}
 	}
+}
+
+// recordSize is the plaintext of a full TLS record (and of a noise
+// message, near enough): the unit a conn without writev encrypts and
+// writes.
+const recordSize = 16 * 1024
+
+// writeFlat writes a batch on a conn without writev: flat (the control and
+// copied frames), then the by-reference frames, then tail. Each payload is
+// copied only up to the next record boundary of what precedes it, and the
+// rest is written from the caller's memory, so that the security layer
+// makes full records without the writer copying the payload first.
+// It returns flat's buffer for reuse.
+func (w *writer) writeFlat(flat, tail []byte) ([]byte, error) {
+	for i := range w.inflight {
+		f := &w.inflight[i]
+		flat = append(flat, f.hdr[:f.hdrLen]...)
+		head := (recordSize - len(flat)%recordSize) % recordSize
+		if len(f.payload)-head < recordSize {
+			flat = append(flat, f.payload...) // no full record left to spare
+			continue
+		}
+		flat = append(flat, f.payload[:head]...)
+		if err := w.write(flat); err != nil {
+			return flat[:0], err
+		}
+		if err := w.write(f.payload[head:]); err != nil {
+			return flat[:0], err
+		}
+		flat = flat[:0]
+	}
+	flat = append(flat, tail...)
+	if len(flat) == 0 {
+		return flat, nil
+	}
+	return flat, w.write(flat)
 }
 
 // hasWorkLocked tells whether run has something to do: control frames,
