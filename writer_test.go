@@ -8,46 +8,11 @@ import (
 	"time"
 
 	"github.com/braidmux/braid/slowconn"
-	"github.com/libp2p/go-libp2p-testing/race"
 	"github.com/stretchr/testify/require"
 )
 
 // Unit tests of the writer (coalesce.go, sendqueue.go, inflight.go) beside
 // the end-to-end ones.
-
-// TestBulkWriteReadNoAllocs asserts that a 64 KiB Write and the peer's
-// Read of it allocate nothing once the session runs (README's claim).
-func TestBulkWriteReadNoAllocs(t *testing.T) {
-	if race.WithRace() {
-		t.Skip("the race detector allocates on its own; the count is checked without -race")
-	}
-	_, _, a, b := streamPair(t, nil)
-	const size = 64 * 1024
-	buf := make([]byte, size)
-	rbuf := make([]byte, size)
-	next, done := make(chan struct{}), make(chan error)
-	go func() {
-		for range next {
-			_, err := io.ReadFull(b, rbuf)
-			done <- err
-		}
-	}()
-	defer close(next)
-	op := func() {
-		next <- struct{}{}
-		if _, err := a.Write(buf); err != nil {
-			t.Error(err)
-		}
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
-	for range 64 { // warm up: windows, pools, queues
-		op()
-	}
-	allocs := testing.AllocsPerRun(200, op)
-	require.Zero(t, allocs, "allocations per 64 KiB write+read")
-}
 
 // TestLargeWriteFramesAndOrder: one Write of many windows' worth is handed
 // to the writer whole and split into frames of at most one batch, every
