@@ -28,7 +28,7 @@ const (
 	// minInflight is the least budget: enough to keep a loopback peer's
 	// read loop busy across the pong's return trip, small enough that a
 	// small frame behind it waits tens of microseconds at GB/s.
-	minInflight = 128 * 1024
+	minInflight = 192 * 1024
 	// inflightRate is the rate the budget covers a round trip of:
 	// 10 Gbit/s. Faster paths with long round trips are limited to
 	// budget/RTT.
