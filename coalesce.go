@@ -94,7 +94,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
-		coalesce:     cfg.Coalesce,
+		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
 		writeTimeout: cfg.ConnectionWriteTimeout,
@@ -295,7 +295,7 @@ func (w *writer) run() {
 	}
 }
 
-// writeEach writes every frame with its own Write: Config.Coalesce off.
+// writeEach writes every frame with its own Write: Config.DisableCoalescing.
 func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int, vec *net.Buffers) error {
 	start := 0
 	for _, end := range ctrlEnds {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 )
 
 // Sentinel errors. Match them with errors.Is; never compare error text.
@@ -53,6 +54,14 @@ var (
 
 	// ErrProtocol matches every *ProtocolError.
 	ErrProtocol = errors.New("braid: protocol error")
+
+	// ErrNilConn is returned by Client and Server for a nil net.Conn (or
+	// one holding a nil pointer). It matches os.ErrInvalid.
+	ErrNilConn = fmt.Errorf("braid: nil net.Conn: %w", os.ErrInvalid)
+
+	// ErrNilContext is returned by OpenStream for a nil context.Context.
+	// It matches os.ErrInvalid.
+	ErrNilContext = fmt.Errorf("braid: nil context.Context: %w", os.ErrInvalid)
 )
 
 // Go-away codes of the yamux protocol.

@@ -45,7 +45,7 @@ func Example() {
 func ExampleSession_Stats() {
 	c1, c2 := net.Pipe()
 	cfg := braid.DefaultConfig()
-	cfg.EnableKeepAlive = false
+	cfg.DisableKeepAlive = true
 	client, _ := braid.Client(c1, cfg)
 	server, _ := braid.Server(c2, cfg)
 	defer client.Close()

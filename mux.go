@@ -74,21 +74,25 @@ type pingWait struct {
 }
 
 // Client makes the client side of a session over conn: its streams get odd
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on:
-// Close closes it.
+// ids. A nil cfg, like &Config{}, means the defaults; an invalid one is a
+// *ConfigError, and a nil conn ErrNilConn (conn stays the caller's after
+// an error). The session owns conn from now on: Close closes it.
 func Client(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, true) }
 
 // Server makes the server side of a session over conn: its streams get even
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on.
+// ids. cfg and conn are as for Client. The session owns conn from now on:
+// Close closes it.
 func Server(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, false) }
 
-func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
-	if cfg == nil {
-		cfg = DefaultConfig()
+func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
+	if isNilPointer(conn) {
+		return nil, ErrNilConn
 	}
-	if err := cfg.Validate(); err != nil {
+	resolved, err := resolve(userCfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg := &resolved
 	c := newCodec(cfg.Protocol, client)
 	s := &Session{
 		conn:     conn,
@@ -117,7 +121,7 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	}
 	// Measure the round trip at once: window growth needs it.
 	_, _ = s.sendPing(nil)
-	if s.cfg.EnableKeepAlive {
+	if !s.cfg.DisableKeepAlive {
 		s.mu.Lock()
 		s.kaTimer = time.AfterFunc(s.cfg.KeepAliveInterval, s.keepAliveTick)
 		s.mu.Unlock()
@@ -125,9 +129,13 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	return s, nil
 }
 
-// OpenStream opens a new stream. It waits while MaxUnackedStreams of our
-// streams wait for the peer's acknowledgement, until ctx is done.
+// OpenStream opens a new stream. It waits while Config.MaxUnackedStreams
+// of our streams wait for the peer's acknowledgement, until ctx is done
+// (then it returns ctx.Err()). A nil ctx is ErrNilContext.
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	if m := s.cfg.Memory; m != nil {
 		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
 			return nil, err

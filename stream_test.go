@@ -166,7 +166,7 @@ func TestCloseReadPeerKeepsWriting(t *testing.T) {
 // proceeds as soon as the peer acknowledges one stream.
 func TestMaxUnackedStreams(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.EnableKeepAlive = false
+	cfg.DisableKeepAlive = true
 	cfg.MaxUnackedStreams = 4
 	p, s := newRawPeer(t, cfg, true) // braid is the client: ids 1, 3, 5, 7
 	p.startReading()
@@ -214,14 +214,14 @@ func TestMaxUnackedStreams(t *testing.T) {
 
 // TestStatsCoalescing proves that the coalescing writer packs many
 // streams' small frames into few writes (Writes far below FramesSent),
-// and that with Coalesce off every frame is its own write.
+// and that with DisableCoalescing every frame is its own write.
 func TestStatsCoalescing(t *testing.T) {
 	const streams, msgs, size = 100, 100, 64
 	for _, coalesce := range []bool{true, false} {
 		t.Run(map[bool]string{true: "coalesce", false: "plain"}[coalesce], func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Coalesce = coalesce
-			cfg.EnableKeepAlive = false
+			cfg.DisableCoalescing = !coalesce
+			cfg.DisableKeepAlive = true
 			client, server := sessionPair(t, cfg)
 			go func() {
 				for {
