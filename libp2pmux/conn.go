@@ -110,10 +110,10 @@ func (c *conn) AcceptStream() (network.MuxedStream, error) {
 	return (*stream)(s), nil
 }
 
-// As sets target, which must be a **braid.Session, to the underlying braid
-// session and reports whether it did, like errors.As.
+// As sets target, which must be a non-nil **braid.Session, to the
+// underlying braid session and reports whether it did, like errors.As.
 func (c *conn) As(target any) bool {
-	if t, ok := target.(**braid.Session); ok {
+	if t, ok := target.(**braid.Session); ok && t != nil {
 		*t = c.sess
 		return true
 	}
