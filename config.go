@@ -34,7 +34,8 @@ func (p Protocol) String() string {
 }
 
 // Defaults, chosen to match go-yamux v5 so that braid behaves like the muxer
-// it replaces unless told otherwise.
+// it replaces unless told otherwise. A zero Config field means the default
+// of the same name.
 const (
 	// DefaultMaxIncomingStreams bounds the streams the peer may have open
 	// towards us at once (go-yamux: 1000).

@@ -214,7 +214,8 @@ func (s *Session) wakeOpenersLocked() {
 }
 
 // AcceptStream waits for the next stream the peer opens and acknowledges
-// it. It fails once the session is closed.
+// it. Once the session is closed it fails with an error matching
+// ErrSessionClosed.
 func (s *Session) AcceptStream() (*Stream, error) {
 	if s.IsClosed() {
 		// The backlog of a closed session holds only dead streams.
@@ -235,7 +236,8 @@ func (s *Session) AcceptStream() (*Stream, error) {
 }
 
 // Ping sends a ping and returns the round-trip time. It gives up after
-// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded.
+// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded. On mplex,
+// which has no pings, it returns ErrNotSupported.
 func (s *Session) Ping() (time.Duration, error) {
 	done := make(chan time.Duration, 1)
 	id, err := s.sendPing(done)
@@ -300,7 +302,10 @@ func (s *Session) keepAliveTick() {
 }
 
 // GoAway tells the peer that we accept no new streams; the streams already
-// open keep working. Incoming streams are refused from now on.
+// open keep working. Incoming streams are refused from now on (mplex has
+// no go-away frame: there they are refused without telling the peer).
+// Calling it again is harmless; on a closed session it returns an error
+// matching ErrSessionClosed.
 func (s *Session) GoAway() error {
 	s.mu.Lock()
 	if s.closing {
@@ -319,7 +324,8 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. Close waits for the session's goroutines to end.
+// ErrSessionClosed. Close waits for the session's goroutines to end. It
+// always returns nil, and calling it again does nothing.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil

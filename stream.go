@@ -427,8 +427,11 @@ func (s *Stream) Close() error {
 func (s *Stream) Reset() error { return s.ResetWithError(0) }
 
 // ResetWithError aborts the stream in both directions and tells the peer
-// code (yamux carries it in the RST frame). Pending and later calls return a
-// *StreamError with Remote false; the peer's return one with Remote true.
+// code (yamux carries it in the RST frame; mplex can't carry a code, so
+// there the peer sees 0). Pending and later calls return a *StreamError
+// with Remote false; the peer's return one with Remote true. Resetting a
+// stream that is already reset, or whose both directions have ended (FIN
+// sent and FIN received), does nothing.
 func (s *Stream) ResetWithError(code uint32) error {
 	s.mu.Lock()
 	if s.readState != halfOpen && s.readState != halfLocal && s.writeState != halfOpen {
@@ -473,7 +476,9 @@ func (s *Stream) maybeRemove() {
 	}
 }
 
-// SetDeadline sets the read and write deadlines.
+// SetDeadline sets the read and write deadlines, as SetReadDeadline and
+// SetWriteDeadline do. The zero time means no deadline; a time in the past
+// makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
 	s.readDeadline.set(t)
 	s.writeDeadline.set(t)
