@@ -103,8 +103,10 @@ func (t *Transport) Config() *braid.Config {
 // NewConn makes a braid session over nc, the server side if isServer, and
 // returns it as a network.MuxedConn. When scope is not nil, the session
 // reserves its streams' memory in a span of scope (see the package
-// documentation); the span ends when the session does. The session owns nc
-// from now on: closing the MuxedConn closes it.
+// documentation); the span ends when the session does, and an error of
+// scope.BeginSpan is returned as it is. A nil nc is braid.ErrNilConn. The
+// session owns nc from now on: closing the MuxedConn closes it (after an
+// error, nc stays the caller's).
 func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope) (network.MuxedConn, error) {
 	cfg := *t.Config()
 	var span network.ResourceScopeSpan
