@@ -252,3 +252,71 @@ func TestProtocolString(t *testing.T) {
 		t.Errorf("Protocol(-1) = %q", s)
 	}
 }
+
+// brokenConn breaks the io contracts its way: Read or Write returns a
+// count outside [0, len(p)].
+type brokenConn struct {
+	net.Conn
+	readN, writeN func(len int) int // nil: the real count
+}
+
+func (c brokenConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.readN != nil && n > 0 {
+		return c.readN(len(p)), err
+	}
+	return n, err
+}
+
+func (c brokenConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.writeN != nil {
+		return c.writeN(len(p)), err
+	}
+	return n, err
+}
+
+// TestBrokenConn: a conn whose Read or Write returns an impossible count
+// ends the session with an error instead of a panic in its goroutines.
+func TestBrokenConn(t *testing.T) {
+	counts := map[string]func(int) int{
+		"negative":    func(int) int { return -1 },
+		"over len(p)": func(n int) int { return n + 1 },
+	}
+	for name, count := range counts {
+		for _, side := range []string{"read", "write"} {
+			t.Run(side+" "+name, func(t *testing.T) {
+				c1, c2 := tcpPair(t)
+				bc := brokenConn{Conn: c1}
+				if side == "read" {
+					bc.readN = count
+				} else {
+					bc.writeN = count
+				}
+				broken, err := Client(bc, nil)
+				require.NoError(t, err)
+				peer, err := Server(c2, nil)
+				require.NoError(t, err)
+				defer peer.Close()
+				// Traffic both ways: the broken side writes its SYN, the
+				// peer's ACK and pong reach its read loop.
+				if st, err := broken.OpenStream(context.Background()); err == nil {
+					_, _ = st.Write([]byte("x"))
+				}
+				select {
+				case <-broken.CloseChan():
+				case <-time.After(5 * time.Second):
+					t.Fatal("session still open 5 s after its conn broke the io contract")
+				}
+				want := errInvalidRead
+				if side == "write" {
+					want = errInvalidWrite
+				}
+				if err := broken.Err(); !errors.Is(err, want) || !errors.Is(err, ErrSessionClosed) {
+					t.Errorf("Err = %v, want %v", err, want)
+				}
+				broken.Close()
+			})
+		}
+	}
+}

@@ -336,6 +336,9 @@ func (w *writer) write(b []byte) error {
 	for {
 		w.armWriteTimeout()
 		n, err := w.conn.Write(b)
+		if n < 0 || n > len(b) {
+			return errInvalidWrite // a broken conn; slicing b would panic
+		}
 		b = b[n:]
 		// A conn that accepted bytes before the timeout is slow, not
 		// stalled: only a whole timeout without a byte ends the session.

@@ -190,7 +190,8 @@ type Config struct {
 	ConnectionWriteTimeout time.Duration
 
 	// Logger receives rare diagnostic events (protocol errors, streams
-	// refused). The default, nil, logs nothing.
+	// refused). The default, nil, logs nothing; a Logger without a handler
+	// (&slog.Logger{}) is an error.
 	Logger *slog.Logger
 }
 
@@ -264,6 +265,8 @@ func (c *Config) Validate() error {
 		return &ConfigError{"MaxReceiveBuffer", "must be positive, or 0 for the default (4 MiB)"}
 	case r.Memory != nil && isNilPointer(r.Memory):
 		return &ConfigError{"Memory", "is a nil pointer; leave the interface nil for no limit"}
+	case r.Logger != nil && r.Logger.Handler() == nil:
+		return &ConfigError{"Logger", "has no handler; make it with slog.New"}
 	case r.KeepAliveInterval < 0 && !r.DisableKeepAlive:
 		return &ConfigError{"KeepAliveInterval", "must be positive, or 0 for the default (30s)"}
 	case r.ConnectionWriteTimeout < 0:

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -109,6 +110,7 @@ func TestConfigBounds(t *testing.T) {
 		{"MaxStreamWindow", func(c *Config) { c.MaxStreamWindow = InitialStreamWindow - 1 }},
 		{"MaxReceiveBuffer", func(c *Config) { c.MaxReceiveBuffer = -1 }},
 		{"Memory", func(c *Config) { c.Memory = (*badMemory)(nil) }},
+		{"Logger", func(c *Config) { c.Logger = &slog.Logger{} }},
 		{"KeepAliveInterval", func(c *Config) { c.KeepAliveInterval = -time.Second }},
 		{"ConnectionWriteTimeout", func(c *Config) { c.ConnectionWriteTimeout = -time.Second }},
 	}
@@ -147,6 +149,7 @@ func TestConfigBounds(t *testing.T) {
 		func(c *Config) { c.MaxStreamWindow = 1<<32 - 1 },
 		func(c *Config) { c.MaxReceiveBuffer = 1 },
 		func(c *Config) { c.Memory = &badMemory{} },
+		func(c *Config) { c.Logger = slog.New(slog.DiscardHandler) },
 		func(c *Config) { c.DisableKeepAlive = true; c.KeepAliveInterval = -1 }, // ignored
 		func(c *Config) { c.KeepAliveInterval = time.Nanosecond },
 		func(c *Config) { c.ConnectionWriteTimeout = time.Nanosecond },
@@ -183,7 +186,7 @@ func TestConfigDocsStateBounds(t *testing.T) {
 		"DisableKeepAlive":       {"By default"},
 		"KeepAliveInterval":      {"Positive", "0 means DefaultKeepAliveInterval (30 s)", "Ignored when DisableKeepAlive"},
 		"ConnectionWriteTimeout": {"Positive", "0 means DefaultConnectionWriteTimeout (10 s)"},
-		"Logger":                 {"default, nil"},
+		"Logger":                 {"default, nil", "without a handler"},
 	}
 	docs := configFieldDocs(t)
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {

@@ -64,6 +64,13 @@ var (
 	ErrNilContext = fmt.Errorf("braid: nil context.Context: %w", os.ErrInvalid)
 )
 
+// Errors of a net.Conn that breaks the io.Reader or io.Writer contract by
+// returning a count outside [0, len(p)]. Either ends the session.
+var (
+	errInvalidRead  = errors.New("braid: net.Conn Read returned an invalid count")
+	errInvalidWrite = errors.New("braid: net.Conn Write returned an invalid count")
+)
+
 // Go-away codes of the yamux protocol.
 const (
 	GoAwayNormal        uint32 = 0 // a clean shutdown

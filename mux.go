@@ -101,7 +101,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		codec:    c,
 		caps:     c.caps(),
 		w:        newWriter(conn, c, cfg),
-		br:       bufio.NewReaderSize(conn, readBufferSize),
+		br:       bufio.NewReaderSize(checkedReader{conn}, readBufferSize),
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
 		acceptCh: make(chan *Stream, cfg.AcceptBacklog),
