@@ -118,7 +118,8 @@ type Config struct {
 	// queued by many streams while the connection is busy leave in one
 	// write. Coalescing adds no delay (the writer writes as soon as it is
 	// free, and batches grow only while the connection is busy), so
-	// disable it only to compare.
+	// disable it only to compare, or where each frame must be a write of
+	// its own.
 	DisableCoalescing bool
 
 	// CoalesceDelay, when positive, lets the writer wait up to this long
@@ -134,7 +135,7 @@ type Config struct {
 	MaxBatchBytes int
 
 	// MaxIncomingStreams bounds the streams the peer may have open towards
-	// us at once; streams beyond it are reset at once. Positive; 0 means
+	// us at once; streams beyond it are reset at once. At least 1; 0 means
 	// DefaultMaxIncomingStreams (1000).
 	MaxIncomingStreams int
 
@@ -146,7 +147,7 @@ type Config struct {
 
 	// MaxUnackedStreams bounds the streams we opened that the peer has not
 	// acknowledged yet (the libp2p yamux ACK backlog); OpenStream waits
-	// while that many are pending. Positive; 0 means
+	// while that many are pending. At least 1; 0 means
 	// DefaultMaxUnackedStreams (256). mplex has no acknowledgements and
 	// ignores it.
 	MaxUnackedStreams int
@@ -161,7 +162,7 @@ type Config struct {
 	// MaxReceiveBuffer bounds the unread bytes of a stream on protocols
 	// without flow control (mplex): a stream whose reader lets more pile
 	// up is reset with ErrReceiveBufferOverflow, and no other stream waits
-	// for it. Positive; 0 means DefaultMaxReceiveBuffer (4 MiB). yamux
+	// for it. At least 1; 0 means DefaultMaxReceiveBuffer (4 MiB). yamux
 	// streams are bounded by their window instead and ignore it.
 	MaxReceiveBuffer int
 
@@ -178,15 +179,16 @@ type Config struct {
 	DisableKeepAlive bool
 
 	// KeepAliveInterval is how long a session may receive nothing before
-	// it pings its peer. Positive; 0 means DefaultKeepAliveInterval
-	// (30 s). Ignored when DisableKeepAlive is set.
+	// it pings its peer. A negative value is an error; 0 means
+	// DefaultKeepAliveInterval (30 s). Ignored when DisableKeepAlive is
+	// set.
 	KeepAliveInterval time.Duration
 
 	// ConnectionWriteTimeout closes the session with
 	// ErrConnectionWriteTimeout when the connection accepts no byte for
 	// this long (a peer that stopped reading); it also bounds how long
-	// Ping and the keep-alive wait for an answer. Positive; 0 means
-	// DefaultConnectionWriteTimeout (10 s).
+	// Ping and the keep-alive wait for an answer. A negative value is an
+	// error; 0 means DefaultConnectionWriteTimeout (10 s).
 	ConnectionWriteTimeout time.Duration
 
 	// Logger receives rare diagnostic events (protocol errors, streams
@@ -254,23 +256,23 @@ func (c *Config) Validate() error {
 	case r.MaxBatchBytes < minBatchBytes || r.MaxBatchBytes > maxBatchBytes:
 		return &ConfigError{"MaxBatchBytes", "must be between 4 KiB and 16 MiB, or 0 for the default (64 KiB)"}
 	case r.MaxIncomingStreams < 0:
-		return &ConfigError{"MaxIncomingStreams", "must be positive, or 0 for the default (1000)"}
+		return &ConfigError{"MaxIncomingStreams", "must be at least 1, or 0 for the default (1000)"}
 	case r.AcceptBacklog < 0 || r.AcceptBacklog > maxAcceptBacklog:
 		return &ConfigError{"AcceptBacklog", "must be between 1 and 65536, or 0 for the default (256)"}
 	case r.MaxUnackedStreams < 0:
-		return &ConfigError{"MaxUnackedStreams", "must be positive, or 0 for the default (256)"}
+		return &ConfigError{"MaxUnackedStreams", "must be at least 1, or 0 for the default (256)"}
 	case r.MaxStreamWindow < InitialStreamWindow:
 		return &ConfigError{"MaxStreamWindow", "must be at least the initial window, 256 KiB, or 0 for the default (16 MiB)"}
 	case r.MaxReceiveBuffer < 0:
-		return &ConfigError{"MaxReceiveBuffer", "must be positive, or 0 for the default (4 MiB)"}
+		return &ConfigError{"MaxReceiveBuffer", "must be at least 1, or 0 for the default (4 MiB)"}
 	case r.Memory != nil && isNilPointer(r.Memory):
 		return &ConfigError{"Memory", "is a nil pointer; leave the interface nil for no limit"}
 	case r.Logger != nil && r.Logger.Handler() == nil:
 		return &ConfigError{"Logger", "has no handler; make it with slog.New"}
 	case r.KeepAliveInterval < 0 && !r.DisableKeepAlive:
-		return &ConfigError{"KeepAliveInterval", "must be positive, or 0 for the default (30s)"}
+		return &ConfigError{"KeepAliveInterval", "must not be negative (0 means the default, 30s)"}
 	case r.ConnectionWriteTimeout < 0:
-		return &ConfigError{"ConnectionWriteTimeout", "must be positive, or 0 for the default (10s)"}
+		return &ConfigError{"ConnectionWriteTimeout", "must not be negative (0 means the default, 10s)"}
 	}
 	return nil
 }
