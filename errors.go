@@ -3,6 +3,7 @@ package braid
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 )
@@ -51,6 +52,17 @@ var (
 	// ErrNotSupported is returned by Ping on a protocol without pings
 	// (mplex).
 	ErrNotSupported = errors.New("braid: not supported by the protocol")
+
+	// ErrPeerClosedConn matches the error of a session whose connection
+	// ended from the peer's side: reading it returned io.EOF (the peer
+	// closed it, at a frame boundary), or io.ErrUnexpectedEOF (in the
+	// middle of a frame; the error matches that too), or a write failed
+	// with io.EOF. It takes their place: no error of a stream the peer did
+	// not finish with a FIN matches io.EOF, by == or by errors.Is, so that
+	// code testing for the end of a stream can't take truncated data as
+	// complete. A peer's go-away before the end is in the error too, as a
+	// *GoAwayError.
+	ErrPeerClosedConn = errors.New("braid: connection closed by peer")
 
 	// ErrProtocol matches every *ProtocolError.
 	ErrProtocol = errors.New("braid: protocol error")
@@ -166,9 +178,53 @@ func (e *ConfigError) Error() string {
 	return "braid: invalid Config." + e.Field + ": " + e.Reason
 }
 
+// peerClosedError is the cause of a session whose conn ended from the
+// peer's side (see ErrPeerClosedConn). It keeps the conn's error text but
+// not the error, so that errors.Is never reaches io.EOF through it.
+type peerClosedError struct {
+	text     string // the conn's error, when it says more than EOF
+	midFrame bool   // the conn ended inside a frame
+}
+
+func (e *peerClosedError) Error() string {
+	msg := ErrPeerClosedConn.Error()
+	if e.midFrame {
+		msg += " in the middle of a frame"
+	}
+	if e.text != "" {
+		msg += " (" + e.text + ")"
+	}
+	return msg
+}
+
+// Is reports whether target is ErrPeerClosedConn, or io.ErrUnexpectedEOF
+// for a conn that ended in the middle of a frame.
+func (e *peerClosedError) Is(target error) bool {
+	return target == ErrPeerClosedConn || (e.midFrame && target == io.ErrUnexpectedEOF)
+}
+
+// hideEOF replaces a cause that matches io.EOF or io.ErrUnexpectedEOF (the
+// conn ended) by a *peerClosedError; other causes stay as they are.
+func hideEOF(cause error) error {
+	var pc *peerClosedError
+	if cause == nil || errors.As(cause, &pc) {
+		return cause
+	}
+	eof, unexpected := errors.Is(cause, io.EOF), errors.Is(cause, io.ErrUnexpectedEOF)
+	if !eof && !unexpected {
+		return cause
+	}
+	pc = &peerClosedError{midFrame: unexpected}
+	if cause != io.EOF && cause != io.ErrUnexpectedEOF {
+		pc.text = cause.Error()
+	}
+	return pc
+}
+
 // sessionClosedError wraps the cause of a session's end so that it matches
-// ErrSessionClosed, and the cause itself.
+// ErrSessionClosed, and the cause itself (io.EOF hidden by hideEOF).
 func sessionClosedError(cause error) error {
+	cause = hideEOF(cause)
 	if cause == nil || errors.Is(cause, ErrSessionClosed) {
 		if cause == nil {
 			return ErrSessionClosed

@@ -88,6 +88,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/braidmux/braid/slowconn"
@@ -848,7 +849,9 @@ func TestFaultConnectionWriteTimeout(t *testing.T) {
 
 // Promise: keep-alive closes the session of a silent peer (one that reads
 // and discards but never answers) with ErrKeepAliveTimeout, and never
-// closes a healthy idle one.
+// closes a healthy idle one. Both run in a synctest bubble over a
+// simulated broadband link (8 ms one way), so the keep-alive's timers run
+// on the bubble's clock: exact, and blind to how busy the machine is.
 func TestFaultKeepAlive(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	cfg := DefaultConfig()
@@ -856,48 +859,59 @@ func TestFaultKeepAlive(t *testing.T) {
 	cfg.KeepAliveInterval = interval
 
 	t.Run("silent-peer", func(t *testing.T) {
-		c1, peer := tcpPair(t)
-		discarded := make(chan struct{})
-		go func() {
-			defer close(discarded)
-			_, _ = io.Copy(io.Discard, peer)
-		}()
-		defer func() { peer.Close(); <-discarded }()
-		start := time.Now()
-		s, err := Client(c1, cfg)
-		require.NoError(t, err)
-		defer s.Close()
-		st, err := s.OpenStream(context.Background())
-		require.NoError(t, err)
-		readc := make(chan error, 1)
-		go func() {
-			_, err := st.Read(make([]byte, 1))
-			readc <- err
-		}()
-		err = errWithin(t, readc, "Read on a session with a silent peer")
-		elapsed := time.Since(start)
-		t.Logf("silent peer detected after %v (interval %v)", elapsed, interval)
-		require.ErrorIs(t, err, ErrKeepAliveTimeout)
-		require.ErrorIs(t, err, ErrStreamReset)
-		require.True(t, s.IsClosed())
-		require.ErrorIs(t, s.Err(), ErrKeepAliveTimeout)
-		require.GreaterOrEqual(t, elapsed, interval, "closed before a ping could go unanswered")
+		synctest.Test(t, func(t *testing.T) {
+			c1, peer := slowconn.Pipe(slowconn.Broadband())
+			discarded := make(chan struct{})
+			go func() {
+				defer close(discarded)
+				_, _ = io.Copy(io.Discard, peer)
+			}()
+			defer func() { peer.Close(); <-discarded }()
+			start := time.Now()
+			s, err := Client(c1, cfg)
+			require.NoError(t, err)
+			defer s.Close()
+			st, err := s.OpenStream(context.Background())
+			require.NoError(t, err)
+			readc := make(chan error, 1)
+			go func() {
+				_, err := st.Read(make([]byte, 1))
+				readc <- err
+			}()
+			err = errWithin(t, readc, "Read on a session with a silent peer")
+			elapsed := time.Since(start)
+			t.Logf("silent peer detected after %v (interval %v)", elapsed, interval)
+			require.ErrorIs(t, err, ErrKeepAliveTimeout)
+			require.ErrorIs(t, err, ErrStreamReset)
+			require.True(t, s.IsClosed())
+			require.ErrorIs(t, s.Err(), ErrKeepAliveTimeout)
+			// An idle interval, then a ping that goes unanswered for
+			// min(interval, ConnectionWriteTimeout).
+			require.GreaterOrEqual(t, elapsed, interval, "closed before a ping could go unanswered")
+			require.LessOrEqual(t, elapsed, interval+min(interval, cfg.ConnectionWriteTimeout), "closed late")
+		})
 	})
 
 	// The control: the same keep-alive over a live peer keeps an idle
-	// session open for many intervals. Under the race detector the
-	// interval is longer, so that a slow pong is not mistaken for none.
+	// session open for many intervals, while pings and pongs cross.
 	t.Run("healthy-peer", func(t *testing.T) {
-		cfg := *cfg
-		if race.WithRace() {
-			cfg.KeepAliveInterval = 300 * time.Millisecond
-		}
-		client, server := sessionPair(t, &cfg)
-		time.Sleep(10 * cfg.KeepAliveInterval)
-		require.NoError(t, client.Err())
-		require.NoError(t, server.Err())
-		_, err := client.Ping()
-		require.NoError(t, err)
+		synctest.Test(t, func(t *testing.T) {
+			c1, c2 := slowconn.Pipe(slowconn.Broadband())
+			client, server := sessionPairOver(t, c1, c2, cfg)
+			const idle = 10 * interval
+			time.Sleep(idle) // the bubble's clock: every goroutine is idle meanwhile
+			require.NoError(t, client.Err())
+			require.NoError(t, server.Err())
+			// Each side pings when an interval passed with nothing
+			// received: at least one ping each two intervals crossed.
+			for name, s := range map[string]*Session{"client": client, "server": server} {
+				st := s.Stats()
+				t.Logf("%s after %v idle: %+v", name, idle, st)
+				require.GreaterOrEqual(t, st.FramesReceived, uint64(idle/(2*interval)), "%s: no keep-alive traffic", name)
+			}
+			_, err := client.Ping()
+			require.NoError(t, err)
+		})
 	})
 }
 

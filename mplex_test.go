@@ -17,13 +17,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p-testing/race"
-	mplex "github.com/libp2p/go-mplex"
 	varint "github.com/multiformats/go-varint"
 )
 
-// mplex tests: braid against go-mplex v0.7.0 (the reference Go
-// implementation) over loopback TCP in both roles, braid against braid,
-// and braid against a raw peer writing hostile bytes.
+// mplex tests: braid against braid, and braid against a raw peer writing
+// hostile bytes. The tests against go-mplex are in the interop module.
 
 // mplexConfig is DefaultConfig speaking mplex.
 func mplexConfig() *Config {
@@ -52,60 +50,6 @@ func braidMplexEnd(s *Session) mplexEnd {
 		name:   "braid",
 		open:   func(ctx context.Context) (mplexStream, error) { return s.OpenStream(ctx) },
 		accept: func() (mplexStream, error) { return s.AcceptStream() },
-	}
-}
-
-func goMplexEnd(m *mplex.Multiplex) mplexEnd {
-	return mplexEnd{
-		name:   "go-mplex",
-		open:   func(ctx context.Context) (mplexStream, error) { return m.NewStream(ctx) },
-		accept: func() (mplexStream, error) { return m.Accept() },
-	}
-}
-
-// goMplexPairOver is goMplexPair over a given conn pair.
-func goMplexPairOver(t testing.TB, c1, c2 net.Conn, braidClient bool, cfg *Config) (*Session, *mplex.Multiplex) {
-	t.Helper()
-	if cfg == nil {
-		cfg = mplexConfig()
-	}
-	var (
-		bs  *Session
-		gm  *mplex.Multiplex
-		err error
-	)
-	if braidClient {
-		if bs, err = Client(c1, cfg); err == nil {
-			gm, err = mplex.NewMultiplex(c2, false, nil)
-		}
-	} else {
-		if gm, err = mplex.NewMultiplex(c1, true, nil); err == nil {
-			bs, err = Server(c2, cfg)
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = bs.Close()
-		_ = gm.Close()
-	})
-	return bs, gm
-}
-
-// forBothMplexRoles runs f with braid as the client, then as the server,
-// over conns made by pair (tcpPair when nil).
-func forBothMplexRoles(t *testing.T, cfg *Config, pair func(testing.TB) (net.Conn, net.Conn), f func(t *testing.T, bs *Session, gm *mplex.Multiplex)) {
-	if pair == nil {
-		pair = tcpPair
-	}
-	for _, braidClient := range []bool{true, false} {
-		name := map[bool]string{true: "braid-client", false: "braid-server"}[braidClient]
-		t.Run(name, func(t *testing.T) {
-			c1, c2 := pair(t)
-			bs, gm := goMplexPairOver(t, c1, c2, braidClient, cfg)
-			f(t, bs, gm)
-		})
 	}
 }
 
@@ -194,98 +138,6 @@ func waitMplex(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// TestMplexInteropEcho: 20 streams opened by each side at once (so stream
-// ids 0..19 exist twice, once per opener), each echoed by the other side
-// with SHA-256 checked, up to 3 MiB per stream. With MaxBatchBytes above
-// 1 MiB braid sends messages of exactly MplexMaxMessage, go-mplex's limit.
-// Afterwards braid holds no stream: every one ended cleanly both ways.
-func TestMplexInteropEcho(t *testing.T) {
-	const streams = 20
-	bigBatch := mplexConfig()
-	bigBatch.MaxBatchBytes = 4 << 20
-	for _, cfg := range []*Config{mplexConfig(), bigBatch} {
-		t.Run(fmt.Sprintf("batch%dKiB", cfg.MaxBatchBytes>>10), func(t *testing.T) {
-			forBothMplexRoles(t, cfg, nil, func(t *testing.T, bs *Session, gm *mplex.Multiplex) {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				be, ge := braidMplexEnd(bs), goMplexEnd(gm)
-				go mplexEchoServer(be)
-				go mplexEchoServer(ge)
-				var wg sync.WaitGroup
-				for _, e := range []mplexEnd{be, ge} {
-					for _, size := range mplexEchoSizes(streams) {
-						wg.Go(func() {
-							if err := mplexEchoCheck(ctx, e, size); err != nil {
-								t.Error(err)
-							}
-						})
-					}
-				}
-				wg.Wait()
-				waitMplex(t, "braid's streams to end", func() bool { return bs.NumStreams() == 0 })
-				st := bs.Stats()
-				if cfg.MaxBatchBytes > MplexMaxMessage && st.BytesSent < 2*(3<<20) {
-					t.Errorf("braid sent %d bytes", st.BytesSent)
-				}
-			})
-		})
-	}
-}
-
-// TestMplexInteropHalfClose: the opener writes a request and CloseWrites;
-// the other side reads it to io.EOF, and only then writes its response and
-// CloseWrites; the opener reads the response to io.EOF. Each
-// implementation opens once, in both roles.
-func TestMplexInteropHalfClose(t *testing.T) {
-	forBothMplexRoles(t, nil, nil, func(t *testing.T, bs *Session, gm *mplex.Multiplex) {
-		be, ge := braidMplexEnd(bs), goMplexEnd(gm)
-		for _, pair := range [][2]mplexEnd{{be, ge}, {ge, be}} {
-			opener, acceptor := pair[0], pair[1]
-			t.Run(opener.name+"-opens", func(t *testing.T) {
-				done := make(chan error, 1)
-				go func() {
-					st, err := acceptor.accept()
-					if err != nil {
-						done <- err
-						return
-					}
-					req, err := io.ReadAll(st)
-					if err != nil || string(req) != "request" {
-						done <- fmt.Errorf("%s read %q, %v", acceptor.name, req, err)
-						return
-					}
-					// Its read side is done; its write side still works.
-					if _, err := st.Write([]byte("response")); err != nil {
-						done <- fmt.Errorf("%s write after EOF: %w", acceptor.name, err)
-						return
-					}
-					done <- st.CloseWrite()
-				}()
-				st, err := opener.open(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				_ = st.SetDeadline(time.Now().Add(5 * time.Second))
-				if _, err := st.Write([]byte("request")); err != nil {
-					t.Fatal(err)
-				}
-				if err := st.CloseWrite(); err != nil {
-					t.Fatal(err)
-				}
-				resp, err := io.ReadAll(st)
-				if err != nil || string(resp) != "response" {
-					t.Fatalf("%s read %q, %v", opener.name, resp, err)
-				}
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-				_ = st.Close()
-			})
-		}
-		waitMplex(t, "braid's streams to end", func() bool { return bs.NumStreams() == 0 })
-	})
-}
-
 // mplexReadErr reads until an error and returns it.
 func mplexReadErr(r io.Reader) error {
 	buf := make([]byte, 4096)
@@ -294,86 +146,6 @@ func mplexReadErr(r io.Reader) error {
 			return err
 		}
 	}
-}
-
-// mplexEstablished opens a stream from opener and accepts it at acceptor,
-// after one byte crossed it.
-func mplexEstablished(t *testing.T, opener, acceptor mplexEnd) (mplexStream, mplexStream) {
-	t.Helper()
-	a, err := opener.open(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	b, err := acceptor.accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
-	_ = b.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(b, make([]byte, 1)); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
-}
-
-// TestMplexInteropReset: braid's Reset makes go-mplex's Read fail with
-// mplex.ErrStreamReset; go-mplex's Reset makes braid's Read fail with a
-// remote *StreamError matching ErrStreamReset, and braid's Write fail too.
-// Both sides open, in both roles.
-func TestMplexInteropReset(t *testing.T) {
-	forBothMplexRoles(t, nil, nil, func(t *testing.T, bs *Session, gm *mplex.Multiplex) {
-		be, ge := braidMplexEnd(bs), goMplexEnd(gm)
-		for _, braidOpens := range []bool{true, false} {
-			name := map[bool]string{true: "braid-opens", false: "go-mplex-opens"}[braidOpens]
-			t.Run(name+"/braid-resets", func(t *testing.T) {
-				var b, g mplexStream
-				if braidOpens {
-					b, g = mplexEstablished(t, be, ge)
-				} else {
-					g, b = mplexEstablished(t, ge, be)
-				}
-				if err := b.Reset(); err != nil {
-					t.Fatal(err)
-				}
-				if err := mplexReadErr(g); !errors.Is(err, mplex.ErrStreamReset) {
-					t.Fatalf("go-mplex read after braid's reset: %v", err)
-				}
-				// go-mplex cancels reads, then writes: a write may
-				// still pass just after the read failed.
-				var werr error
-				for deadline := time.Now().Add(2 * time.Second); werr == nil && time.Now().Before(deadline); {
-					_, werr = g.Write([]byte("y"))
-					time.Sleep(time.Millisecond)
-				}
-				if !errors.Is(werr, mplex.ErrStreamReset) {
-					t.Fatalf("go-mplex write after braid's reset: %v", werr)
-				}
-			})
-			t.Run(name+"/go-mplex-resets", func(t *testing.T) {
-				var b, g mplexStream
-				if braidOpens {
-					b, g = mplexEstablished(t, be, ge)
-				} else {
-					g, b = mplexEstablished(t, ge, be)
-				}
-				if err := g.Reset(); err != nil {
-					t.Fatal(err)
-				}
-				err := mplexReadErr(b)
-				var se *StreamError
-				if !errors.Is(err, ErrStreamReset) || !errors.As(err, &se) || !se.Remote {
-					t.Fatalf("braid read after go-mplex's reset: %v", err)
-				}
-				if _, err := b.Write([]byte("y")); !errors.Is(err, ErrStreamReset) {
-					t.Fatalf("braid write after go-mplex's reset: %v", err)
-				}
-			})
-		}
-		waitMplex(t, "braid's streams to end", func() bool { return bs.NumStreams() == 0 })
-	})
 }
 
 // TestMplexPingAndGoAway: mplex has neither; Ping says so, and GoAway
@@ -693,17 +465,6 @@ func TestMplexSlowReaderBraid(t *testing.T) {
 	slowReaderCheck(t, braidMplexEnd(client), server, func(err error) bool {
 		var se *StreamError
 		return errors.As(err, &se) && se.Remote
-	})
-}
-
-// TestMplexSlowReaderGoMplex: the same with go-mplex as the flooding peer,
-// in both roles. go-mplex's Write fails with mplex.ErrStreamReset once
-// braid resets the flooded stream.
-func TestMplexSlowReaderGoMplex(t *testing.T) {
-	forBothMplexRoles(t, slowReaderConfig(), tcpPair, func(t *testing.T, bs *Session, gm *mplex.Multiplex) {
-		slowReaderCheck(t, goMplexEnd(gm), bs, func(err error) bool {
-			return errors.Is(err, mplex.ErrStreamReset)
-		})
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -273,7 +274,10 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 	id := s.nextPing
 	s.pings[id] = pingWait{sent: time.Now(), done: done}
 	s.mu.Unlock()
-	return id, s.w.queueCtrl(header{typ: typePing, flags: flagSYN, length: id}, s.closedCh)
+	if err := s.w.queueCtrl(header{typ: typePing, flags: flagSYN, length: id}, s.closedCh); err != nil {
+		return 0, s.closeError(err)
+	}
+	return id, nil
 }
 
 // keepAliveTick runs on the keep-alive timer: it pings an idle peer and
@@ -318,7 +322,10 @@ func (s *Session) GoAway() error {
 	if !s.caps.goAway {
 		return nil // mplex: refuse new streams without telling the peer
 	}
-	return s.w.queueCtrl(header{typ: typeGoAway, length: GoAwayNormal}, s.closedCh)
+	if err := s.w.queueCtrl(header{typ: typeGoAway, length: GoAwayNormal}, s.closedCh); err != nil {
+		return s.closeError(err)
+	}
+	return nil
 }
 
 // Close closes the session and its connection: queued frames are flushed
@@ -506,7 +513,16 @@ func (s *Session) readLoop() {
 		// The writer failed first and closed the conn to stop us.
 		err = werr
 	}
+	err = hideEOF(err)
 	var gaErr *GoAwayError
+	s.mu.Lock()
+	goneAway := s.remoteGoAway
+	s.mu.Unlock()
+	if goneAway && !errors.As(err, &gaErr) && !errors.Is(err, ErrProtocol) {
+		// The peer's normal go-away came first (a peer closing its end
+		// sends one, then closes the conn): the error says both.
+		err = fmt.Errorf("%w: %w", &GoAwayError{ErrorCode: GoAwayNormal, Remote: true}, err)
+	}
 	switch {
 	case errors.Is(err, ErrProtocol):
 		s.logWarn("closing session: peer broke the protocol", err)
@@ -544,6 +560,9 @@ func (s *Session) readFrames() error {
 			s.handlePing(h)
 		case typeGoAway:
 			err = s.handleGoAway(h)
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the conn ended inside the frame's payload
 		}
 		if err != nil {
 			return err

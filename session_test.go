@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -133,35 +134,49 @@ func TestResetCarriesCode(t *testing.T) {
 	}
 }
 
+// TestSessionCloseCutsStreams proves that closing a session wakes the
+// peer's Read already blocked on an open stream with an error matching
+// ErrStreamReset, never io.EOF. In a synctest bubble over net.Pipe,
+// synctest.Wait tells when the Read has blocked.
 func TestSessionCloseCutsStreams(t *testing.T) {
-	client, server := sessionPair(t, nil)
-	st, err := client.OpenStream(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Write([]byte("x"))
-	peer, err := server.AcceptStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		b := make([]byte, 10)
-		for {
-			if _, err := peer.Read(b); err != nil {
-				done <- err
-				return
+	synctest.Test(t, func(t *testing.T) {
+		c1, c2 := net.Pipe()
+		client, server := sessionPairOver(t, c1, c2, nil)
+		st, err := client.OpenStream(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		peer, err := server.AcceptStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			b := make([]byte, 10)
+			for {
+				if _, err := peer.Read(b); err != nil {
+					done <- err
+					return
+				}
 			}
+		}()
+		synctest.Wait() // the "x" is read; Read blocks for more
+		select {
+		case err := <-done:
+			t.Fatalf("Read returned %v before the session closed", err)
+		default:
 		}
-	}()
-	time.Sleep(10 * time.Millisecond)
-	client.Close()
-	select {
-	case err := <-done:
-		if err == io.EOF || !errors.Is(err, ErrStreamReset) {
-			t.Fatalf("cut stream read returned %v", err)
+		client.Close()
+		select {
+		case err := <-done:
+			if err == io.EOF || !errors.Is(err, ErrStreamReset) {
+				t.Fatalf("cut stream read returned %v", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("read not woken")
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("read not woken")
-	}
+	})
 }

@@ -3,11 +3,13 @@ package braid
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -37,99 +39,143 @@ func errWithin(t testing.TB, errc <-chan error, what string) error {
 	}
 }
 
+// pipeStreamPair is streamPair over net.Pipe. Inside a synctest bubble
+// nothing of the two sessions then waits on a socket, so synctest.Wait
+// returns once every call that can block has blocked, and time is the
+// bubble's: deadlines fire at their exact instant.
+func pipeStreamPair(t testing.TB, cfg *Config) (client, server *Session, a, b *Stream) {
+	t.Helper()
+	c1, c2 := net.Pipe()
+	client, server = sessionPairOver(t, c1, c2, cfg)
+	a, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	b, err = server.AcceptStream()
+	require.NoError(t, err)
+	return client, server, a, b
+}
+
+// requireBlocked fails unless nothing was sent on c: the call that sends
+// its result there is still blocked. Call it after synctest.Wait.
+func requireBlocked(t testing.TB, c <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-c:
+		t.Fatalf("%s returned (%v) instead of blocking", what, err)
+	default:
+	}
+}
+
 // TestDeadlineSetWhileBlocked proves that a deadline set (in the past or
 // the near future) while Read or Write is already blocked, with no
-// deadline set before, wakes the call with os.ErrDeadlineExceeded. This is
-// what net.Conn users do to cancel a blocked call (and nettest checks).
+// deadline set before, wakes the call with os.ErrDeadlineExceeded, at the
+// deadline and not before. This is what net.Conn users do to cancel a
+// blocked call (and nettest checks).
 func TestDeadlineSetWhileBlocked(t *testing.T) {
+	const future = 20 * time.Millisecond
 	for _, when := range []struct {
-		name string
-		at   func() time.Time
+		name  string
+		after time.Duration // from the moment the deadline is set; <= 0 is in the past
 	}{
-		{"past", func() time.Time { return time.Unix(1, 0) }},
-		{"future", func() time.Time { return time.Now().Add(20 * time.Millisecond) }},
+		{"past", -time.Hour},
+		{"future", future},
 	} {
 		t.Run(when.name, func(t *testing.T) {
-			_, _, a, _ := streamPair(t, nil)
-			readc := make(chan error, 1)
-			go func() {
-				_, err := a.Read(make([]byte, 10))
-				readc <- err
-			}()
-			// Exhaust the send window (the peer never reads) so that
-			// Write blocks too.
-			writec := make(chan error, 1)
-			go func() {
-				_, err := a.Write(make([]byte, 2*InitialStreamWindow))
-				writec <- err
-			}()
-			time.Sleep(50 * time.Millisecond) // let both calls block
-			require.NoError(t, a.SetReadDeadline(when.at()))
-			require.NoError(t, a.SetWriteDeadline(when.at()))
-			require.ErrorIs(t, errWithin(t, readc, "Read"), os.ErrDeadlineExceeded)
-			require.ErrorIs(t, errWithin(t, writec, "Write"), os.ErrDeadlineExceeded)
+			synctest.Test(t, func(t *testing.T) {
+				_, _, a, _ := pipeStreamPair(t, nil)
+				readc := make(chan error, 1)
+				go func() {
+					_, err := a.Read(make([]byte, 10))
+					readc <- err
+				}()
+				// Exhaust the send window (the peer never reads) so that
+				// Write blocks too.
+				writec := make(chan error, 1)
+				go func() {
+					_, err := a.Write(make([]byte, 2*InitialStreamWindow))
+					writec <- err
+				}()
+				synctest.Wait() // both calls are blocked, with no deadline
+				requireBlocked(t, readc, "Read")
+				requireBlocked(t, writec, "Write")
+				set := time.Now()
+				require.NoError(t, a.SetReadDeadline(set.Add(when.after)))
+				require.NoError(t, a.SetWriteDeadline(set.Add(when.after)))
+				require.ErrorIs(t, errWithin(t, readc, "Read"), os.ErrDeadlineExceeded)
+				require.ErrorIs(t, errWithin(t, writec, "Write"), os.ErrDeadlineExceeded)
+				require.Equal(t, max(when.after, 0), time.Since(set), "woken at the deadline")
+			})
 		})
 	}
 }
 
 // TestWriteDeadlineWindowExhausted proves that a Write blocked on an
 // exhausted send window (the peer doesn't read) returns
-// os.ErrDeadlineExceeded with the count of bytes it did send, and that the
-// stream works after the deadline is cleared: every byte written arrives
-// once, in order.
+// os.ErrDeadlineExceeded at its deadline with the count of bytes it did
+// send, and that the stream works after the deadline is cleared: every
+// byte written arrives once, in order. In a synctest bubble the window's
+// worth of bytes is sent before the deadline however slow the machine.
 func TestWriteDeadlineWindowExhausted(t *testing.T) {
-	_, _, a, b := streamPair(t, nil)
-	msg := make([]byte, 2*InitialStreamWindow)
-	for i := range msg {
-		msg[i] = byte(i % 251)
-	}
-	require.NoError(t, a.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
-	n, err := a.Write(msg)
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	require.Equal(t, InitialStreamWindow, n, "bytes sent before the window ran out")
-	// Still expired: a new Write fails at once.
-	_, err = a.Write([]byte("x"))
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-
-	require.NoError(t, a.SetWriteDeadline(time.Time{}))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := a.Write(msg[n:])
-		if err == nil {
-			err = a.CloseWrite()
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		msg := make([]byte, 2*InitialStreamWindow)
+		for i := range msg {
+			msg[i] = byte(i % 251)
 		}
-		errc <- err
-	}()
-	got, err := io.ReadAll(b)
-	require.NoError(t, err)
-	require.NoError(t, errWithin(t, errc, "Write after clearing the deadline"))
-	require.Equal(t, msg, got)
+		const after = 100 * time.Millisecond
+		start := time.Now()
+		require.NoError(t, a.SetWriteDeadline(start.Add(after)))
+		n, err := a.Write(msg)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		require.Equal(t, after, time.Since(start), "Write returned before or after its deadline")
+		require.Equal(t, InitialStreamWindow, n, "bytes sent before the window ran out")
+		// Still expired: a new Write fails at once.
+		_, err = a.Write([]byte("x"))
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+
+		require.NoError(t, a.SetWriteDeadline(time.Time{}))
+		errc := make(chan error, 1)
+		go func() {
+			_, err := a.Write(msg[n:])
+			if err == nil {
+				err = a.CloseWrite()
+			}
+			errc <- err
+		}()
+		got, err := io.ReadAll(b)
+		require.NoError(t, err)
+		require.NoError(t, errWithin(t, errc, "Write after clearing the deadline"))
+		require.Equal(t, msg, got)
+	})
 }
 
-// TestReadDeadline proves that Read times out with os.ErrDeadlineExceeded
-// (a net.Error with Timeout true), keeps timing out while the deadline is
-// past, and reads normally once the deadline is cleared.
+// TestReadDeadline proves that Read times out at its deadline with
+// os.ErrDeadlineExceeded (a net.Error with Timeout true), keeps timing out
+// while the deadline is past, and reads normally once the deadline is
+// cleared.
 func TestReadDeadline(t *testing.T) {
-	_, _, a, b := streamPair(t, nil)
-	require.NoError(t, a.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
-	buf := make([]byte, 10)
-	start := time.Now()
-	_, err := a.Read(buf)
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	var ne net.Error
-	require.ErrorAs(t, err, &ne)
-	require.True(t, ne.Timeout())
-	require.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond, "timed out before the deadline")
-	_, err = a.Read(buf)
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		const after = 50 * time.Millisecond
+		start := time.Now()
+		require.NoError(t, a.SetReadDeadline(start.Add(after)))
+		buf := make([]byte, 10)
+		_, err := a.Read(buf)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		var ne net.Error
+		require.ErrorAs(t, err, &ne)
+		require.True(t, ne.Timeout())
+		require.Equal(t, after, time.Since(start), "Read returned before or after its deadline")
+		_, err = a.Read(buf)
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 
-	// Data that arrives while the deadline is past is kept for later.
-	_, err = b.Write([]byte("late"))
-	require.NoError(t, err)
-	require.NoError(t, a.SetReadDeadline(time.Time{}))
-	_, err = io.ReadFull(a, buf[:4])
-	require.NoError(t, err)
-	require.Equal(t, "late", string(buf[:4]))
+		// Data that arrives while the deadline is past is kept for later.
+		_, err = b.Write([]byte("late"))
+		require.NoError(t, err)
+		require.NoError(t, a.SetReadDeadline(time.Time{}))
+		_, err = io.ReadFull(a, buf[:4])
+		require.NoError(t, err)
+		require.Equal(t, "late", string(buf[:4]))
+	})
 }
 
 // TestCloseReadPeerKeepsWriting proves that after CloseRead the peer's
@@ -162,59 +208,82 @@ func TestCloseReadPeerKeepsWriting(t *testing.T) {
 
 // TestMaxUnackedStreams proves the libp2p ACK backlog: with a peer that
 // never acknowledges, OpenStream opens MaxUnackedStreams streams, then
-// waits until its context ends (returning the context's error), and
-// proceeds as soon as the peer acknowledges one stream.
+// waits until its context ends (returning the context's error), and a
+// waiting OpenStream proceeds as soon as the peer acknowledges one stream.
+// The raw peer is on a net.Pipe in a synctest bubble, so synctest.Wait
+// tells when OpenStream has blocked.
 func TestMaxUnackedStreams(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DisableKeepAlive = true
-	cfg.MaxUnackedStreams = 4
-	p, s := newRawPeer(t, cfg, true) // braid is the client: ids 1, 3, 5, 7
-	p.startReading()
-	for i := 0; i < 4; i++ {
-		_, err := s.OpenStream(context.Background())
-		require.NoError(t, err)
-	}
-	p.await("SYNs", 4, func(f rawFrame) bool { return f.flags&flagSYN != 0 && f.streamID != 0 })
-
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_, err := s.OpenStream(ctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := s.OpenStream(ctx2)
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	cancel2()
-	require.ErrorIs(t, errWithin(t, errc, "OpenStream after cancel"), context.Canceled)
-	require.Equal(t, 4, s.NumStreams(), "a refused OpenStream left a stream behind")
-
-	// The peer acknowledges stream 3: one more stream may open.
-	go func() {
-		st, err := s.OpenStream(context.Background())
-		if err == nil && st.ID() != 9 {
-			err = errors.New("unexpected stream id")
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.DisableKeepAlive = true
+		cfg.MaxUnackedStreams = 4
+		c1, c2 := net.Pipe()
+		p, s := newRawPeerOver(t, c1, c2, cfg, true) // braid is the client: ids 1, 3, 5, 7
+		p.startReading()
+		for i := 0; i < 4; i++ {
+			_, err := s.OpenStream(context.Background())
+			require.NoError(t, err)
 		}
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	p.send(header{typ: typeWindowUpdate, flags: flagACK, streamID: 3}, nil)
-	require.NoError(t, errWithin(t, errc, "OpenStream after the ACK"))
-	// A duplicate ACK frees nothing more.
-	p.send(header{typ: typeWindowUpdate, flags: flagACK, streamID: 3}, nil)
-	p.ping(1)
-	ctx3, cancel3 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel3()
-	_, err = s.OpenStream(ctx3)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+		p.await("SYNs", 4, func(f rawFrame) bool { return f.flags&flagSYN != 0 && f.streamID != 0 })
+
+		const wait = 100 * time.Millisecond
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := s.OpenStream(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, wait, time.Since(start), "OpenStream gave up before or after its context")
+
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.OpenStream(ctx2)
+			errc <- err
+		}()
+		synctest.Wait()
+		requireBlocked(t, errc, "OpenStream beyond the ACK backlog")
+		cancel2()
+		require.ErrorIs(t, errWithin(t, errc, "OpenStream after cancel"), context.Canceled)
+		require.Equal(t, 4, s.NumStreams(), "a refused OpenStream left a stream behind")
+
+		// The peer acknowledges stream 3: the waiting OpenStream opens.
+		go func() {
+			st, err := s.OpenStream(context.Background())
+			if err == nil && st.ID() != 9 {
+				err = errors.New("unexpected stream id")
+			}
+			errc <- err
+		}()
+		synctest.Wait()
+		requireBlocked(t, errc, "OpenStream beyond the ACK backlog")
+		p.send(header{typ: typeWindowUpdate, flags: flagACK, streamID: 3}, nil)
+		require.NoError(t, errWithin(t, errc, "OpenStream after the ACK"))
+		// A duplicate ACK frees nothing more.
+		p.send(header{typ: typeWindowUpdate, flags: flagACK, streamID: 3}, nil)
+		p.ping(1)
+		go func() {
+			_, err := s.OpenStream(context.Background())
+			errc <- err
+		}()
+		synctest.Wait()
+		requireBlocked(t, errc, "OpenStream after a duplicate ACK")
+		// Closing the session releases it.
+		require.NoError(t, s.Close())
+		require.ErrorIs(t, errWithin(t, errc, "OpenStream after Close"), ErrSessionClosed)
+	})
 }
 
 // TestStatsCoalescing proves that the coalescing writer packs many
 // streams' small frames into few writes (Writes far below FramesSent),
 // and that with DisableCoalescing every frame is its own write.
+//
+// The counters are compared once the client's writer has stopped: it
+// counts a Write as it makes it but a batch's frames once the whole batch
+// is written, so while it runs Writes can be ahead of FramesSent by up to
+// a batch (in plain mode, one write per frame of that batch). The test
+// waits for every stream's FIN at the server (nothing is left to queue),
+// then closes the client, which flushes the go-away and waits for the
+// writer to end.
 func TestStatsCoalescing(t *testing.T) {
 	const streams, msgs, size = 100, 100, 64
 	for _, coalesce := range []bool{true, false} {
@@ -223,13 +292,20 @@ func TestStatsCoalescing(t *testing.T) {
 			cfg.DisableCoalescing = !coalesce
 			cfg.DisableKeepAlive = true
 			client, server := sessionPair(t, cfg)
+			drained := make(chan error, streams) // one per stream, when its FIN arrived
 			go func() {
 				for {
 					st, err := server.AcceptStream()
 					if err != nil {
 						return
 					}
-					go func() { _, _ = io.Copy(io.Discard, st) }()
+					go func() {
+						n, err := io.Copy(io.Discard, st)
+						if err == nil && n != msgs*size {
+							err = fmt.Errorf("stream %d: %d bytes, want %d", st.ID(), n, msgs*size)
+						}
+						drained <- err
+					}()
 				}
 			}()
 			var wg sync.WaitGroup
@@ -253,13 +329,14 @@ func TestStatsCoalescing(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
-			// Wait until the server has read every data frame.
-			require.Eventually(t, func() bool {
-				return server.Stats().BytesReceived >= streams*msgs*(size+headerSize)
-			}, 10*time.Second, 5*time.Millisecond)
+			for range streams {
+				require.NoError(t, errWithin(t, drained, "a server stream's io.Copy"))
+			}
+			require.NoError(t, client.Close())
 			st := client.Stats()
 			t.Logf("%+v", st)
-			require.GreaterOrEqual(t, st.FramesSent, uint64(streams*msgs))
+			// Data frames, plus a SYN and a FIN per stream.
+			require.GreaterOrEqual(t, st.FramesSent, uint64(streams*(msgs+2)))
 			if coalesce {
 				require.Less(t, st.Writes*4, st.FramesSent, "writes not coalesced")
 			} else {

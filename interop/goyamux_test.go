@@ -1,4 +1,4 @@
-package braid
+package interop_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid"
 	yamux "github.com/libp2p/go-yamux/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,7 @@ type muxEnd struct {
 	ping   func() (time.Duration, error)
 }
 
-func braidEnd(s *Session) muxEnd {
+func braidEnd(s *braid.Session) muxEnd {
 	return muxEnd{
 		name:   "braid",
 		open:   func(ctx context.Context) (muxStream, error) { return s.OpenStream(ctx) },
@@ -63,22 +64,22 @@ func yamuxConfig() *yamux.Config {
 // interopPair connects a braid session and a go-yamux session over loopback
 // TCP; braidClient picks which one is the client. Both are closed when the
 // test ends.
-func interopPair(t testing.TB, braidClient bool) (*Session, *yamux.Session) {
+func interopPair(t testing.TB, braidClient bool) (*braid.Session, *yamux.Session) {
 	t.Helper()
 	c1, c2 := tcpPair(t)
 	var (
-		bs  *Session
+		bs  *braid.Session
 		ys  *yamux.Session
 		err error
 	)
 	if braidClient {
-		bs, err = Client(c1, nil)
+		bs, err = braid.Client(c1, nil)
 		require.NoError(t, err)
 		ys, err = yamux.Server(c2, yamuxConfig(), nil)
 	} else {
 		ys, err = yamux.Client(c1, yamuxConfig(), nil)
 		require.NoError(t, err)
-		bs, err = Server(c2, nil)
+		bs, err = braid.Server(c2, nil)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -89,7 +90,7 @@ func interopPair(t testing.TB, braidClient bool) (*Session, *yamux.Session) {
 }
 
 // forBothRoles runs f with braid as the client and then as the server.
-func forBothRoles(t *testing.T, f func(t *testing.T, bs *Session, ys *yamux.Session)) {
+func forBothRoles(t *testing.T, f func(t *testing.T, bs *braid.Session, ys *yamux.Session)) {
 	for _, braidClient := range []bool{true, false} {
 		name := "braid-client"
 		if !braidClient {
@@ -153,7 +154,7 @@ func genericEchoCheck(ctx context.Context, e muxEnd, size int) error {
 // once, with sizes from 1 byte to beyond the initial window, are echoed
 // intact between braid and go-yamux.
 func TestInteropConcurrentEcho(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		b, y := braidEnd(bs), yamuxEnd(ys)
 		go genericEchoServer(b)
 		go genericEchoServer(y)
@@ -178,7 +179,7 @@ func TestInteropConcurrentEcho(t *testing.T) {
 // TestInteropHalfClose proves that CloseWrite on either side delivers io.EOF
 // after the data, and that the other direction keeps working.
 func TestInteropHalfClose(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		for _, dir := range [][2]muxEnd{{braidEnd(bs), yamuxEnd(ys)}, {yamuxEnd(ys), braidEnd(bs)}} {
 			opener, acceptor := dir[0], dir[1]
 			t.Run(opener.name+"-closes", func(t *testing.T) {
@@ -223,7 +224,7 @@ func readErr(r io.Reader) error {
 // 7 at go-yamux, and go-yamux's ResetWithError(9) a remote *StreamError
 // with code 9 at braid.
 func TestInteropResetCodes(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		// braid resets.
 		st, err := bs.OpenStream(context.Background())
 		require.NoError(t, err)
@@ -245,11 +246,11 @@ func TestInteropResetCodes(t *testing.T) {
 		st2, err := bs.AcceptStream()
 		require.NoError(t, err)
 		require.NoError(t, yst2.ResetWithError(9))
-		var berr *StreamError
+		var berr *braid.StreamError
 		rerr = readErr(st2)
 		require.ErrorAs(t, rerr, &berr)
-		require.Equal(t, StreamError{ErrorCode: 9, Remote: true}, *berr)
-		require.ErrorIs(t, rerr, ErrStreamReset)
+		require.Equal(t, braid.StreamError{ErrorCode: 9, Remote: true}, *berr)
+		require.ErrorIs(t, rerr, braid.ErrStreamReset)
 		// A reset stream leaves braid's table.
 		require.Eventually(t, func() bool { return bs.NumStreams() == 0 }, 5*time.Second, 5*time.Millisecond)
 	})
@@ -257,7 +258,7 @@ func TestInteropResetCodes(t *testing.T) {
 
 // TestInteropPing proves that pings are answered both ways.
 func TestInteropPing(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		for _, e := range []muxEnd{braidEnd(bs), yamuxEnd(ys)} {
 			rtt, err := e.ping()
 			require.NoError(t, err, e.name)
@@ -269,7 +270,7 @@ func TestInteropPing(t *testing.T) {
 // TestInteropGoAwayFromBraid proves that braid's CloseWithError(5) reaches
 // go-yamux as a remote go-away with code 5, which ends its session.
 func TestInteropGoAwayFromBraid(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		// A stream open on the go-yamux side must be cut by the go-away.
 		st, err := bs.OpenStream(context.Background())
 		require.NoError(t, err)
@@ -299,16 +300,16 @@ func TestInteropGoAwayFromBraid(t *testing.T) {
 
 		// braid's own calls fail with the local go-away.
 		_, err = bs.OpenStream(context.Background())
-		var bga *GoAwayError
+		var bga *braid.GoAwayError
 		require.ErrorAs(t, err, &bga)
-		require.Equal(t, GoAwayError{ErrorCode: 5}, *bga)
+		require.Equal(t, braid.GoAwayError{ErrorCode: 5}, *bga)
 	})
 }
 
 // TestInteropGoAwayFromYamux proves that go-yamux's CloseWithError reaches
 // braid as a remote *GoAwayError, which ends braid's session.
 func TestInteropGoAwayFromYamux(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		require.NoError(t, ys.CloseWithError(3))
 		select {
 		case <-bs.CloseChan():
@@ -316,13 +317,13 @@ func TestInteropGoAwayFromYamux(t *testing.T) {
 			t.Fatal("braid session still open after go-yamux's go-away")
 		}
 		err := bs.Err()
-		var ga *GoAwayError
+		var ga *braid.GoAwayError
 		require.ErrorAs(t, err, &ga)
-		require.Equal(t, GoAwayError{ErrorCode: 3, Remote: true}, *ga)
-		require.ErrorIs(t, err, ErrRemoteGoAway)
-		require.ErrorIs(t, err, ErrSessionClosed)
+		require.Equal(t, braid.GoAwayError{ErrorCode: 3, Remote: true}, *ga)
+		require.ErrorIs(t, err, braid.ErrRemoteGoAway)
+		require.ErrorIs(t, err, braid.ErrSessionClosed)
 		_, err = bs.OpenStream(context.Background())
-		require.ErrorIs(t, err, ErrSessionClosed)
+		require.ErrorIs(t, err, braid.ErrSessionClosed)
 	})
 }
 
@@ -330,7 +331,7 @@ func TestInteropGoAwayFromYamux(t *testing.T) {
 // normal (code 0) go-away from go-yamux refuses new streams but keeps the
 // session and its open streams working (until go-yamux closes the conn).
 func TestInteropNormalGoAwayFromYamux(t *testing.T) {
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		st, err := bs.OpenStream(context.Background())
 		require.NoError(t, err)
 		defer st.Close()
@@ -343,7 +344,7 @@ func TestInteropNormalGoAwayFromYamux(t *testing.T) {
 		require.NoError(t, ys.GoAway())
 		require.Eventually(t, func() bool {
 			_, err := bs.OpenStream(context.Background())
-			return errors.Is(err, ErrRemoteGoAway)
+			return errors.Is(err, braid.ErrRemoteGoAway)
 		}, 5*time.Second, 5*time.Millisecond)
 		require.False(t, bs.IsClosed())
 
@@ -364,7 +365,7 @@ func TestInteropNormalGoAwayFromYamux(t *testing.T) {
 // interoperate without stalls).
 func TestInteropLargeTransfer(t *testing.T) {
 	const size = 64 << 20
-	forBothRoles(t, func(t *testing.T, bs *Session, ys *yamux.Session) {
+	forBothRoles(t, func(t *testing.T, bs *braid.Session, ys *yamux.Session) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -424,4 +425,4 @@ func transferCheck(ctx context.Context, sender, receiver muxEnd, size int) error
 	return nil
 }
 
-var _ net.Conn = (*Stream)(nil)
+var _ net.Conn = (*braid.Stream)(nil)

@@ -1,0 +1,46 @@
+package interop_test
+
+import (
+	"net"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// tcpPair returns the two ends of a loopback TCP connection, closed when
+// the test ends (closing one twice is harmless).
+func tcpPair(t testing.TB) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := ln.Accept()
+		ch <- res{c, err}
+	}()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-ch
+	if r.err != nil {
+		c1.Close()
+		t.Fatal(r.err)
+	}
+	t.Cleanup(func() {
+		c1.Close()
+		r.c.Close()
+	})
+	return c1, r.c
+}
