@@ -36,7 +36,10 @@ type refFrame struct {
 	owner   *Stream // nil once detached
 }
 
-// Stats counts what a session sent and received.
+// Stats counts what a session sent and received. The counters are read one
+// at a time while the session runs, and a write is counted as it is made
+// but its frames once the whole write is done, so Writes can be ahead of
+// FramesSent by one batch; both are final once the session is closed.
 type Stats struct {
 	FramesSent     uint64 // every frame sent, control frames too
 	Writes         uint64 // calls that reached the conn; one writev is one

@@ -44,8 +44,6 @@ package braid
 //     at most maxSessionPairBytes of heap.          TestScaleManySessions
 //   - Throughput is fair: N streams writing at once for a fixed time, the
 //     slowest gets at least 50 % of the mean.       TestScaleFairness
-//     (Its small-write cases fail today, see knownUnfair there: they are
-//     skipped unless BRAID_KNOWN_BUGS=1.)
 //
 // Soak (soak_test.go):
 //

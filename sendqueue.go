@@ -9,7 +9,7 @@ import (
 // Per-stream send queues. Each stream queues its frames in its own
 // sendQueue; the writer serves the streams with queued frames round-robin,
 // a quantum from each in turn, so one stream's burst can't take a whole
-// batch while others wait (DESIGN.md, coalescing rule 6). Nothing here
+// batch while others wait (docs/design.md, "The writer", rule 5). Nothing here
 // blocks the writer: a stream waits only for its own queue.
 
 const (

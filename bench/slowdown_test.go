@@ -17,9 +17,9 @@ import (
 )
 
 // The slowdown tests: braid against the raw network limit on simulated
-// links, at GOMAXPROCS 1, 2 and 4, with the definitions of DESIGN.md ("The
-// slowdown harness"). Each prints its table so that a reader can check the
-// arithmetic.
+// links, at GOMAXPROCS 1, 2 and 4, with the definitions of docs/design.md
+// ("The slowdown harness and the benchmarks"). Each prints its table so that
+// a reader can check the arithmetic.
 
 const (
 	// slowdownRuns is the best-of count of every figure: on a shared

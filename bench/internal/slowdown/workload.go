@@ -1,6 +1,6 @@
 // Package slowdown measures how close a multiplexer comes to the raw
 // network limit on a simulated link, with the definitions of braid's
-// DESIGN.md ("The slowdown harness"):
+// docs/design.md ("The slowdown harness and the benchmarks"):
 //
 //   - CPU-bound limit: the workload through the multiplexer over an
 //     unlimited in-memory link.
