@@ -235,7 +235,8 @@ func TestStreamArguments(t *testing.T) {
 			t.Errorf("Read after CloseRead: %v", err)
 		}
 		require.NoError(t, a.Close())
-		require.NoError(t, a.Reset())
+		// b resets first (a's FIN may have arrived, a's RST can't have):
+		// its own reset, with the largest code, is what its calls report.
 		require.NoError(t, b.ResetWithError(math.MaxUint32))
 		require.NoError(t, b.ResetWithError(0))
 		require.NoError(t, b.Close())
@@ -243,6 +244,8 @@ func TestStreamArguments(t *testing.T) {
 		if _, err := b.Write([]byte("x")); !errors.As(err, &se) || se.ErrorCode != math.MaxUint32 || se.Remote {
 			t.Errorf("Write after ResetWithError(MaxUint32): %v", err)
 		}
+		require.NoError(t, a.Reset())
+		require.NoError(t, a.Reset())
 	})
 }
 
