@@ -113,6 +113,9 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	if client {
 		s.nextID = 1
 	}
+	if s.caps.ping {
+		s.w.peerRTT = s.RTT
+	}
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {
@@ -678,6 +681,10 @@ func (s *Session) handlePing(h header) {
 		return
 	}
 	if h.flags&flagACK == 0 {
+		return
+	}
+	if isMarker(h.length) {
+		s.w.markerAnswered(h.length)
 		return
 	}
 	s.mu.Lock()

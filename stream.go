@@ -71,6 +71,7 @@ type Stream struct {
 	pendingRefs int           // by-reference frames not yet written
 	refErr      error         // the write error that ended one of them
 	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
+	dropped     bool          // reset: the writer takes no more of its frames
 }
 
 func newStream(sess *Session, id uint32) *Stream {
@@ -283,7 +284,7 @@ func (s *Stream) Write(b []byte) (int, error) {
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
-		n, flags, err := s.awaitCredit(len(b))
+		n, flags, err := s.awaitCredit(len(b), len(b) >= refThreshold)
 		if err != nil {
 			return written, err
 		}
@@ -294,8 +295,9 @@ func (s *Stream) Write(b []byte) (int, error) {
 				return written, s.writeFailure(err)
 			}
 		} else {
-			hdr, hn := w.codec.encodeData(h)
-			if err := w.queueRef(s, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: b[:n]}); err != nil {
+			// The whole credit at once: the writer takes it a frame at
+			// a time, and Write waits once.
+			if err := w.queueRef(s, h, b[:n]); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
@@ -310,12 +312,17 @@ func (s *Stream) Write(b []byte) (int, error) {
 }
 
 // awaitCredit waits until the stream may send, and takes up to want bytes
-// of send window, at most one batch, so that streams take turns.
-func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
+// of send window: at most one batch for a copied write, so that streams
+// take turns; all of it for a write by reference (whole), which the writer
+// splits into frames and serves in turns itself.
+func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 	quantum := s.session.cfg.MaxBatchBytes
 	flowControl := s.session.caps.flowControl
 	if m := s.session.caps.maxDataFrame; m > 0 {
 		quantum = min(quantum, m)
+	}
+	if whole {
+		quantum = maxRefWrite
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -343,6 +350,10 @@ func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
 		s.mu.Lock()
 	}
 }
+
+// maxRefWrite bounds the bytes one by-reference write hands the writer
+// where no window does (mplex): the caller's memory, held until written.
+const maxRefWrite = 16 << 20
 
 // giveBackCredit returns send window taken for bytes that were not queued.
 func (s *Stream) giveBackCredit(n int) {
@@ -442,6 +453,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	s.resetLocked(err)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
+	s.session.w.drop(s)
 	s.maybeRemove()
 	return nil
 }
@@ -536,6 +548,7 @@ func (s *Stream) overflow() {
 	s.resetLocked(ErrReceiveBufferOverflow)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id}, nil)
+	s.session.w.drop(s)
 	s.maybeRemove()
 }
 
@@ -619,6 +632,7 @@ func (s *Stream) remoteReset(code uint32) {
 	s.mu.Lock()
 	s.resetLocked(&StreamError{ErrorCode: code, Remote: true})
 	s.mu.Unlock()
+	s.session.w.drop(s) // the peer discards them anyway
 	s.maybeRemove()
 }
 
