@@ -104,7 +104,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
-		coalesce:     cfg.Coalesce,
+		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
 		writeTimeout: cfg.ConnectionWriteTimeout,
@@ -377,7 +377,7 @@ func (w *writer) hasWorkLocked() bool {
 	return false
 }
 
-// writeEach writes every frame with its own Write: Config.Coalesce off.
+// writeEach writes every frame with its own Write: Config.DisableCoalescing.
 func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int, vec *net.Buffers) error {
 	start := 0
 	for _, end := range ctrlEnds {
@@ -418,6 +418,9 @@ func (w *writer) write(b []byte) error {
 	for {
 		w.armWriteTimeout()
 		n, err := w.conn.Write(b)
+		if n < 0 || n > len(b) {
+			return errInvalidWrite // a broken conn; slicing b would panic
+		}
 		b = b[n:]
 		// A conn that accepted bytes before the timeout is slow, not
 		// stalled: only a whole timeout without a byte ends the session.

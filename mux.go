@@ -75,21 +75,25 @@ type pingWait struct {
 }
 
 // Client makes the client side of a session over conn: its streams get odd
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on:
-// Close closes it.
+// ids. A nil cfg, like &Config{}, means the defaults; an invalid one is a
+// *ConfigError, and a nil conn ErrNilConn (conn stays the caller's after
+// an error). The session owns conn from now on: Close closes it.
 func Client(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, true) }
 
 // Server makes the server side of a session over conn: its streams get even
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on.
+// ids. cfg and conn are as for Client. The session owns conn from now on:
+// Close closes it.
 func Server(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, false) }
 
-func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
-	if cfg == nil {
-		cfg = DefaultConfig()
+func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
+	if isNilPointer(conn) {
+		return nil, ErrNilConn
 	}
-	if err := cfg.Validate(); err != nil {
+	resolved, err := resolve(userCfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg := &resolved
 	c := newCodec(cfg.Protocol, client)
 	s := &Session{
 		conn:     conn,
@@ -98,7 +102,7 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 		codec:    c,
 		caps:     c.caps(),
 		w:        newWriter(conn, c, cfg),
-		br:       bufio.NewReaderSize(conn, readBufferSize),
+		br:       bufio.NewReaderSize(checkedReader{conn}, readBufferSize),
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
 		acceptCh: make(chan *Stream, cfg.AcceptBacklog),
@@ -121,7 +125,7 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	}
 	// Measure the round trip at once: window growth needs it.
 	_, _ = s.sendPing(nil)
-	if s.cfg.EnableKeepAlive {
+	if !s.cfg.DisableKeepAlive {
 		s.mu.Lock()
 		s.kaTimer = time.AfterFunc(s.cfg.KeepAliveInterval, s.keepAliveTick)
 		s.mu.Unlock()
@@ -129,9 +133,13 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	return s, nil
 }
 
-// OpenStream opens a new stream. It waits while MaxUnackedStreams of our
-// streams wait for the peer's acknowledgement, until ctx is done.
+// OpenStream opens a new stream. It waits while Config.MaxUnackedStreams
+// of our streams wait for the peer's acknowledgement, until ctx is done
+// (then it returns ctx.Err()). A nil ctx is ErrNilContext.
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	if m := s.cfg.Memory; m != nil {
 		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
 			return nil, err
@@ -210,7 +218,8 @@ func (s *Session) wakeOpenersLocked() {
 }
 
 // AcceptStream waits for the next stream the peer opens and acknowledges
-// it. It fails once the session is closed.
+// it. Once the session is closed it fails with an error matching
+// ErrSessionClosed.
 func (s *Session) AcceptStream() (*Stream, error) {
 	if s.IsClosed() {
 		// The backlog of a closed session holds only dead streams.
@@ -231,7 +240,8 @@ func (s *Session) AcceptStream() (*Stream, error) {
 }
 
 // Ping sends a ping and returns the round-trip time. It gives up after
-// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded.
+// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded. On mplex,
+// which has no pings, it returns ErrNotSupported.
 func (s *Session) Ping() (time.Duration, error) {
 	done := make(chan time.Duration, 1)
 	id, err := s.sendPing(done)
@@ -299,7 +309,10 @@ func (s *Session) keepAliveTick() {
 }
 
 // GoAway tells the peer that we accept no new streams; the streams already
-// open keep working. Incoming streams are refused from now on.
+// open keep working. Incoming streams are refused from now on (mplex has
+// no go-away frame: there they are refused without telling the peer).
+// Calling it again is harmless; on a closed session it returns an error
+// matching ErrSessionClosed.
 func (s *Session) GoAway() error {
 	s.mu.Lock()
 	if s.closing {
@@ -321,7 +334,8 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. Close waits for the session's goroutines to end.
+// ErrSessionClosed. Close waits for the session's goroutines to end. It
+// always returns nil, and calling it again does nothing.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil

@@ -30,7 +30,7 @@ func quirkPeer(t *testing.T, cfg *Config, braidClient bool) (*rawPeer, *Session)
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	cfg.EnableKeepAlive = false
+	cfg.DisableKeepAlive = true
 	p, s := newRawPeer(t, cfg, braidClient)
 	p.startReading()
 	p.ping(0x5EED)

@@ -264,13 +264,20 @@ func (s *Stream) sendWindowUpdate(h header) {
 	_ = s.session.w.queueCtrl(h, nil)
 }
 
-// Write writes b to the stream. It blocks while the peer's receive window is
-// exhausted. Payloads of refThreshold bytes or more are written from b
-// itself (writev), not copied: Write returns once they are written or, if
-// the deadline passes first, once the rest is copied. Write returns
-// ErrStreamClosed after CloseWrite or Close, a *StreamError after a reset,
-// an error matching ErrStreamReset when the session died, and
-// os.ErrDeadlineExceeded when the write deadline passes.
+// Write writes b to the stream and returns once braid no longer needs b:
+// the caller may reuse it at once. It blocks while the peer's receive
+// window is exhausted. b is sent in frames of at most Config.MaxBatchBytes
+// (and of what the window allows); a frame of 16 KiB or more is written to
+// the connection from b itself (with writev where the connection supports
+// it), not copied, and Write waits for that write; smaller frames are
+// copied, and Write waits only for room in the stream's send queue. A
+// zero-length b writes nothing.
+//
+// Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError
+// after a reset, an error matching ErrStreamReset when the session died,
+// and os.ErrDeadlineExceeded when the write deadline passes. The n bytes it
+// reports with an error are queued and will still be sent, unless the
+// stream is reset or the session dies.
 func (s *Stream) Write(b []byte) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -431,8 +438,11 @@ func (s *Stream) Close() error {
 func (s *Stream) Reset() error { return s.ResetWithError(0) }
 
 // ResetWithError aborts the stream in both directions and tells the peer
-// code (yamux carries it in the RST frame). Pending and later calls return a
-// *StreamError with Remote false; the peer's return one with Remote true.
+// code (yamux carries it in the RST frame; mplex can't carry a code, so
+// there the peer sees 0). Pending and later calls return a *StreamError
+// with Remote false; the peer's return one with Remote true. Resetting a
+// stream that is already reset, or whose both directions have ended (FIN
+// sent and FIN received), does nothing.
 func (s *Stream) ResetWithError(code uint32) error {
 	s.mu.Lock()
 	if s.readState != halfOpen && s.readState != halfLocal && s.writeState != halfOpen {
@@ -478,7 +488,9 @@ func (s *Stream) maybeRemove() {
 	}
 }
 
-// SetDeadline sets the read and write deadlines.
+// SetDeadline sets the read and write deadlines, as SetReadDeadline and
+// SetWriteDeadline do. The zero time means no deadline; a time in the past
+// makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
 	s.readDeadline.set(t)
 	s.writeDeadline.set(t)

@@ -245,7 +245,7 @@ func newHost(m Muxer, listen bool) (host.Host, error) {
 		opts = append(opts, libp2p.Muxer(libp2pmux.ID, libp2pmux.DefaultTransport))
 	case BraidNoCoalesce:
 		cfg := libp2pmux.DefaultConfig()
-		cfg.Coalesce = false
+		cfg.DisableCoalescing = true
 		t, err := libp2pmux.NewTransport(cfg)
 		if err != nil {
 			return nil, err
