@@ -31,7 +31,7 @@ func TestZeroAllocsBulkWriteRead(t *testing.T) {
 		t.Skip("allocation counts are meaningless under the race detector (sync.Pool drops buffers at random)")
 	}
 	cfg := DefaultConfig()
-	cfg.EnableKeepAlive = false // no timer-driven frame during the count
+	cfg.DisableKeepAlive = true // no timer-driven frame during the count
 	client, server := sessionPair(t, cfg)
 	a, err := client.OpenStream(context.Background())
 	require.NoError(t, err)

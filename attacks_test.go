@@ -87,7 +87,7 @@ const (
 func TestAttacks(t *testing.T) {
 	// keepAlive is the fast keep-alive of the rows that need one.
 	keepAlive := func(c *Config) {
-		c.EnableKeepAlive = true
+		c.DisableKeepAlive = false
 		c.KeepAliveInterval = 100 * time.Millisecond
 		c.ConnectionWriteTimeout = 200 * time.Millisecond
 	}
@@ -487,7 +487,7 @@ func TestAttacks(t *testing.T) {
 func runAttack(t *testing.T, r attackRow) int64 {
 	ignore := goleak.IgnoreCurrent()
 	cfg := DefaultConfig()
-	cfg.EnableKeepAlive = false
+	cfg.DisableKeepAlive = true
 	if r.cfg != nil {
 		r.cfg(cfg)
 	}

@@ -25,6 +25,11 @@ const (
 	// Smaller payloads are copied into the batch: a copy of a few KiB
 	// costs less than the wake-up a by-reference write needs.
 	refThreshold = 16 * 1024
+	// notSentLowat is the TCP_NOTSENT_LOWAT the writer sets on a TCP conn
+	// (or the one under TLS): unsent bytes the kernel holds before a write
+	// waits. Half a batch keeps the socket fed between two writes; a small
+	// frame waits behind at most that plus what is in flight.
+	notSentLowat = 32 * 1024
 )
 
 // refFrame is a data frame whose payload is the caller's memory. Its stream
@@ -70,8 +75,9 @@ type writer struct {
 	maxBatch     int
 	writeTimeout time.Duration
 	stats        writerStats
-	done         chan struct{} // closed by run when it returns
-	vec          net.Buffers   // run's writev vector; a field so that WriteTo doesn't allocate
+	done         chan struct{}        // closed by run when it returns
+	vec          net.Buffers          // run's writev vector; a field so that WriteTo doesn't allocate
+	peerRTT      func() time.Duration // the session's round trip; nil without pings (set before run starts)
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -88,6 +94,7 @@ type writer struct {
 	err        error         // sticky; set once, by close or a failed write
 	draining   bool          // close asked run to flush what is queued and stop
 	spareCtrl  []byte        // buffer swapped with ctrl per batch
+	bound      inflight      // the connection-level in-flight bound
 
 	wake chan struct{} // one slot: something was queued, or close
 }
@@ -97,7 +104,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
-		coalesce:     cfg.Coalesce,
+		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
 		writeTimeout: cfg.ConnectionWriteTimeout,
@@ -107,6 +114,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	if !w.coalesce {
 		w.delay = 0
 	}
+	setNotSentLowat(conn, notSentLowat)
 	return w
 }
 
@@ -188,11 +196,12 @@ func (w *writer) run() {
 		ends       []int
 		vec        net.Buffers // backing array of w.vec, kept across batches
 		flat       []byte
+		tail       []byte // a marker ping after the batch's data (inflight.go)
 		delayTimer *time.Timer
 	)
 	for {
 		w.mu.Lock()
-		for len(w.ctrl) == 0 && len(w.ring) == 0 && w.err == nil && !w.draining {
+		for !w.hasWorkLocked() {
 			w.idle = true
 			w.mu.Unlock()
 			<-w.wake
@@ -225,7 +234,16 @@ func (w *writer) run() {
 		ctrlEnds, w.ctrlEnds = w.ctrlEnds, ctrlEnds[:0]
 		w.pongs = 0
 		var size int
-		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl))
+		limit, refLimit := w.maxBatch, w.maxBatch
+		if r := w.bound.room(); r >= 0 && !w.draining {
+			refLimit = min(limit, len(ctrl)+r)
+			limit = min(limit, len(ctrl)+w.bound.roomFor(copySlack))
+		}
+		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl), refLimit, limit)
+		tail = tail[:0]
+		if w.bound.took(size - len(ctrl)) {
+			tail = w.codec.appendHeader(tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
+		}
 		if w.room != nil {
 			close(w.room)
 			w.room = nil
@@ -234,6 +252,9 @@ func (w *writer) run() {
 
 		var err error
 		frames := uint64(len(ctrlEnds) + len(ends) + len(w.inflight))
+		if len(tail) > 0 {
+			frames++
+		}
 		if w.coalesce {
 			if w.writev {
 				vec = vec[:0]
@@ -247,17 +268,18 @@ func (w *writer) run() {
 					f := &w.inflight[i]
 					vec = append(vec, f.hdr[:f.hdrLen], f.payload)
 				}
+				if len(tail) > 0 {
+					vec = append(vec, tail)
+				}
 				err = w.writeVec(vec)
 			} else {
-				flat = append(append(flat[:0], ctrl...), data...)
-				for i := range w.inflight {
-					f := &w.inflight[i]
-					flat = append(append(flat, f.hdr[:f.hdrLen]...), f.payload...)
-				}
-				err = w.write(flat)
+				flat, err = w.writeFlat(append(append(flat[:0], ctrl...), data...), tail)
 			}
 		} else {
 			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
+			if err == nil && len(tail) > 0 {
+				err = w.write(tail)
+			}
 		}
 		w.stats.frames.Add(frames)
 
@@ -298,7 +320,64 @@ func (w *writer) run() {
 	}
 }
 
-// writeEach writes every frame with its own Write: Config.Coalesce off.
+// recordSize is the plaintext of a full TLS record (and of a noise
+// message, near enough): the unit a conn without writev encrypts and
+// writes.
+const recordSize = 16 * 1024
+
+// writeFlat writes a batch on a conn without writev: flat (the control and
+// copied frames), then the by-reference frames, then tail. Each payload is
+// copied only up to the next record boundary of what precedes it, and the
+// rest is written from the caller's memory, so that the security layer
+// makes full records without the writer copying the payload first.
+// It returns flat's buffer for reuse.
+func (w *writer) writeFlat(flat, tail []byte) ([]byte, error) {
+	for i := range w.inflight {
+		f := &w.inflight[i]
+		flat = append(flat, f.hdr[:f.hdrLen]...)
+		head := (recordSize - len(flat)%recordSize) % recordSize
+		if len(f.payload)-head < recordSize {
+			flat = append(flat, f.payload...) // no full record left to spare
+			continue
+		}
+		flat = append(flat, f.payload[:head]...)
+		if err := w.write(flat); err != nil {
+			return flat[:0], err
+		}
+		if err := w.write(f.payload[head:]); err != nil {
+			return flat[:0], err
+		}
+		flat = flat[:0]
+	}
+	flat = append(flat, tail...)
+	if len(flat) == 0 {
+		return flat, nil
+	}
+	return flat, w.write(flat)
+}
+
+// hasWorkLocked tells whether run has something to do: control frames,
+// stream frames the in-flight bound lets through, an error or a drain. When
+// only the bound holds frames back, it arms the marker timer. mu held.
+func (w *writer) hasWorkLocked() bool {
+	if len(w.ctrl) > 0 || w.err != nil || w.draining {
+		return true
+	}
+	if len(w.ring) == 0 {
+		return false
+	}
+	if w.peerRTT != nil {
+		w.bound.setBudget(w.peerRTT())
+	}
+	if w.bound.room() != 0 || w.queued > 0 && w.bound.roomFor(copySlack) > 0 {
+		return true
+	}
+	w.bound.blocked = true
+	w.armMarkerTimer()
+	return false
+}
+
+// writeEach writes every frame with its own Write: Config.DisableCoalescing.
 func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int, vec *net.Buffers) error {
 	start := 0
 	for _, end := range ctrlEnds {
@@ -339,6 +418,9 @@ func (w *writer) write(b []byte) error {
 	for {
 		w.armWriteTimeout()
 		n, err := w.conn.Write(b)
+		if n < 0 || n > len(b) {
+			return errInvalidWrite // a broken conn; slicing b would panic
+		}
 		b = b[n:]
 		// A conn that accepted bytes before the timeout is slow, not
 		// stalled: only a whole timeout without a byte ends the session.
@@ -397,6 +479,7 @@ func (w *writer) failLocked(err error) {
 		}
 	}
 	w.inflight = nil
+	w.stopMarkerTimer()
 	w.failQueuesLocked()
 	if w.room != nil {
 		close(w.room)

@@ -2,6 +2,8 @@ package braid
 
 import (
 	"log/slog"
+	"reflect"
+	"strconv"
 	"time"
 )
 
@@ -36,7 +38,8 @@ func (p Protocol) String() string {
 }
 
 // Defaults, chosen to match go-yamux v5 so that braid behaves like the muxer
-// it replaces unless told otherwise.
+// it replaces unless told otherwise. A zero Config field means the default
+// of the same name.
 const (
 	// DefaultMaxIncomingStreams bounds the streams the peer may have open
 	// towards us at once (go-yamux: 1000).
@@ -79,7 +82,8 @@ const (
 	DefaultConnectionWriteTimeout = 10 * time.Second
 )
 
-// Bounds on Config values that the wire protocol or sanity imposes.
+// Bounds on Config values that the wire protocol or sanity imposes. Each
+// is stated in its field's documentation too.
 const (
 	// minBatchBytes keeps a batch large enough for a header and a useful
 	// payload; below it coalescing would cost more writes than it saves.
@@ -90,6 +94,11 @@ const (
 	// maxCoalesceDelay keeps the optional Nagle-like delay in the range
 	// where it trades latency for fewer packets, not for stalls.
 	maxCoalesceDelay = 100 * time.Millisecond
+	// maxAcceptBacklog bounds the accept backlog, which a session
+	// allocates up front (a pointer per slot): a larger backlog would cost
+	// every session memory for streams that an accept loop this far behind
+	// would never serve in time anyway.
+	maxAcceptBacklog = 64 * 1024
 )
 
 // MemoryManager is asked before a session grows a stream's receive window,
@@ -105,37 +114,56 @@ type MemoryManager interface {
 	ReleaseMemory(size int)
 }
 
-// Config tunes a Session. Get one from DefaultConfig and change what you
-// need; Client and Server validate it and keep their own copy.
+// Config tunes a Session. Every field's zero value means its default, so
+// &Config{} (or a nil *Config) is the default configuration, and a Config
+// needs only the fields to change:
+//
+//	cfg := &braid.Config{DisableKeepAlive: true, MaxStreamWindow: 4 << 20}
+//
+// DefaultConfig returns the same configuration with every default spelled
+// out. Client and Server validate the Config (see Validate) and keep their
+// own copy; Session.Config shows the values in effect.
 type Config struct {
-	// Protocol is the wire protocol; Yamux is the default.
+	// Protocol is the wire protocol. The zero value is Yamux.
 	Protocol Protocol
 
-	// Coalesce packs frames queued by many streams into one write on the
-	// connection. It adds no delay: the writer writes as soon as it is
-	// free, and batches grow only while the connection is busy. With
-	// Coalesce false, every frame is its own write, as in go-yamux.
-	Coalesce bool
+	// DisableCoalescing makes every frame its own write on the
+	// connection, as go-yamux does. By default braid coalesces: frames
+	// queued by many streams while the connection is busy leave in one
+	// write. Coalescing adds no delay (the writer writes as soon as it is
+	// free, and batches grow only while the connection is busy), so
+	// disable it only to compare, or where each frame must be a write of
+	// its own.
+	DisableCoalescing bool
 
 	// CoalesceDelay, when positive, lets the writer wait up to this long
-	// for more frames when a batch is not full: fewer, fuller packets for
-	// relays at the cost of latency. At most one timer per batch. Off (0)
-	// by default, and ignored unless Coalesce is set.
+	// for more frames when a batch is not full: fewer, fuller packets (for
+	// relays) at the cost of latency. At most one timer is armed per
+	// batch. The default, 0, never waits. At most 100 ms; a positive delay
+	// with DisableCoalescing set is an error.
 	CoalesceDelay time.Duration
 
-	// MaxBatchBytes bounds the bytes of one coalesced write.
+	// MaxBatchBytes bounds the bytes of one coalesced write, and the
+	// payload of one data frame. Between 4 KiB and 16 MiB; 0 means
+	// DefaultMaxBatchBytes (64 KiB).
 	MaxBatchBytes int
 
-	// MaxIncomingStreams bounds the streams the peer may have open
-	// towards us at once; streams beyond it are reset at once.
+	// MaxIncomingStreams bounds the streams the peer may have open towards
+	// us at once; streams beyond it are reset at once. At least 1; 0 means
+	// DefaultMaxIncomingStreams (1000).
 	MaxIncomingStreams int
 
-	// AcceptBacklog bounds the opened streams waiting for AcceptStream;
-	// streams beyond it are reset at once, never queued without bound.
+	// AcceptBacklog bounds the streams the peer opened that wait for
+	// AcceptStream; streams beyond it are reset at once, never queued
+	// without bound. Between 1 and 65536 (the backlog is allocated with the
+	// session); 0 means DefaultAcceptBacklog (256).
 	AcceptBacklog int
 
-	// MaxUnackedStreams bounds the streams we opened that the peer has
-	// not acknowledged yet (the libp2p ACK backlog); OpenStream waits.
+	// MaxUnackedStreams bounds the streams we opened that the peer has not
+	// acknowledged yet (the libp2p yamux ACK backlog); OpenStream waits
+	// while that many are pending. At least 1; 0 means
+	// DefaultMaxUnackedStreams (256). mplex has no acknowledgements and
+	// ignores it.
 	MaxUnackedStreams int
 
 	// MaxStreamWindow bounds each stream's receive window. A new stream's
@@ -145,7 +173,9 @@ type Config struct {
 	// is all a fast local link gets), granted with the SYN or the ACK,
 	// and doubles while it limits the transfer. A window whose stream
 	// received nothing for a second shrinks back to InitialStreamWindow
-	// and returns the memory it reserved.
+	// and returns the memory it reserved. At least 256 KiB; 0 means
+	// DefaultMaxStreamWindow (16 MiB). mplex has no windows and ignores
+	// it.
 	MaxStreamWindow uint32
 
 	// MaxSessionWindow bounds what all of a session's streams may hold in
@@ -153,14 +183,17 @@ type Config struct {
 	// (rust-yamux's max_connection_receive_window), so that many streams
 	// can't make a session buffer without bound. It still counts credit a
 	// peer was granted before a window shrank, until the peer uses it.
-	// Must be at least MaxStreamWindow - InitialStreamWindow.
+	// At least MaxStreamWindow - InitialStreamWindow; 0 means
+	// DefaultMaxSessionWindow (64 MiB), or MaxStreamWindow -
+	// InitialStreamWindow if that is more. mplex ignores it.
 	MaxSessionWindow int
 
 	// MaxReceiveBuffer bounds the unread bytes of a stream on protocols
 	// without flow control (mplex). A frame that doesn't fit makes the
 	// session push back: it stops reading the connection until the
-	// stream's reader makes room. yamux streams are bounded by their
-	// window instead.
+	// stream's reader makes room (see MaxReceiveStall). At least 1; 0
+	// means DefaultMaxReceiveBuffer (4 MiB). yamux streams are bounded by
+	// their window instead and ignore it.
 	MaxReceiveBuffer int
 
 	// MaxReceiveStall bounds the mplex push-back: a stream whose buffer is
@@ -168,35 +201,49 @@ type Config struct {
 	// since the stream opened) is reset with ErrReceiveBufferOverflow,
 	// and the session reads on. A reader that keeps reading is never
 	// reset, however fast the sender, but the other streams wait while
-	// it catches up: mplex has no per-stream flow control.
+	// it catches up: mplex has no per-stream flow control. A negative
+	// value is an error; 0 means DefaultMaxReceiveStall (250 ms). yamux
+	// ignores it.
 	MaxReceiveStall time.Duration
 
-	// Memory, when not nil, is asked before a window grows and before a
-	// stream is created, always with no lock of the session held, and
-	// told when a window shrinks or a stream ends; nil means unlimited.
+	// Memory, when not nil, is asked before a stream is created and
+	// before a receive window grows, always with no lock of the session
+	// held, and told when a window shrinks or a stream ends, so that it
+	// can cap what peers make the session buffer. The default, nil, is no
+	// limit. A nil pointer stored in the interface is an error.
 	Memory MemoryManager
 
-	// EnableKeepAlive makes an idle session ping its peer every
-	// KeepAliveInterval and close when no answer comes back within
-	// ConnectionWriteTimeout.
-	EnableKeepAlive   bool
+	// DisableKeepAlive stops the keep-alive. By default an idle session
+	// pings its peer every KeepAliveInterval and closes with
+	// ErrKeepAliveTimeout when no answer comes back within
+	// ConnectionWriteTimeout. mplex has no pings and never keeps alive.
+	DisableKeepAlive bool
+
+	// KeepAliveInterval is how long a session may receive nothing before
+	// it pings its peer. A negative value is an error; 0 means
+	// DefaultKeepAliveInterval (30 s). Ignored when DisableKeepAlive is
+	// set.
 	KeepAliveInterval time.Duration
 
-	// ConnectionWriteTimeout closes the session when the connection
-	// accepts no byte for this long (a peer that stopped reading).
+	// ConnectionWriteTimeout closes the session with
+	// ErrConnectionWriteTimeout when the connection accepts no byte for
+	// this long (a peer that stopped reading); it also bounds how long
+	// Ping and the keep-alive wait for an answer. A negative value is an
+	// error; 0 means DefaultConnectionWriteTimeout (10 s).
 	ConnectionWriteTimeout time.Duration
 
 	// Logger receives rare diagnostic events (protocol errors, streams
-	// refused). nil logs nothing.
+	// refused). The default, nil, logs nothing; a Logger without a handler
+	// (&slog.Logger{}) is an error.
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns the default configuration: yamux, coalescing on
-// without delay, and go-yamux's limits.
+// DefaultConfig returns the default configuration with every default
+// spelled out: yamux, coalescing on without delay, keep-alive on, and
+// go-yamux's limits. It is what &Config{} means; change what you need.
 func DefaultConfig() *Config {
 	return &Config{
 		Protocol:               Yamux,
-		Coalesce:               true,
 		MaxBatchBytes:          DefaultMaxBatchBytes,
 		MaxIncomingStreams:     DefaultMaxIncomingStreams,
 		AcceptBacklog:          DefaultAcceptBacklog,
@@ -205,39 +252,109 @@ func DefaultConfig() *Config {
 		MaxSessionWindow:       DefaultMaxSessionWindow,
 		MaxReceiveBuffer:       DefaultMaxReceiveBuffer,
 		MaxReceiveStall:        DefaultMaxReceiveStall,
-		EnableKeepAlive:        true,
 		KeepAliveInterval:      DefaultKeepAliveInterval,
 		ConnectionWriteTimeout: DefaultConnectionWriteTimeout,
 	}
 }
 
-// Validate reports the first invalid field as a *ConfigError.
+// withDefaults returns a copy of c (nil: the zero Config) with every zero
+// field set to its default. Values out of range stay as they are, for
+// Validate to report.
+func (c *Config) withDefaults() Config {
+	var r Config
+	if c != nil {
+		r = *c
+	}
+	setDefault(&r.MaxBatchBytes, DefaultMaxBatchBytes)
+	setDefault(&r.MaxIncomingStreams, DefaultMaxIncomingStreams)
+	setDefault(&r.AcceptBacklog, DefaultAcceptBacklog)
+	setDefault(&r.MaxUnackedStreams, DefaultMaxUnackedStreams)
+	setDefault(&r.MaxStreamWindow, DefaultMaxStreamWindow)
+	if r.MaxSessionWindow == 0 {
+		r.MaxSessionWindow = max(DefaultMaxSessionWindow, int(r.MaxStreamWindow)-InitialStreamWindow)
+	}
+	setDefault(&r.MaxReceiveBuffer, DefaultMaxReceiveBuffer)
+	setDefault(&r.MaxReceiveStall, DefaultMaxReceiveStall)
+	setDefault(&r.KeepAliveInterval, DefaultKeepAliveInterval)
+	setDefault(&r.ConnectionWriteTimeout, DefaultConnectionWriteTimeout)
+	return r
+}
+
+// setDefault sets *v to def when it is zero.
+func setDefault[T int | uint32 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// Validate reports the first invalid field as a *ConfigError. A zero field
+// is valid (it stands for its default), and so is a nil *Config; the bound
+// of each field is in its documentation. Client and Server call Validate,
+// so calling it is only needed to check a Config early.
 func (c *Config) Validate() error {
+	r := c.withDefaults()
 	switch {
-	case c.Protocol != Yamux && c.Protocol != Mplex:
-		return &ConfigError{"Protocol", "unknown protocol"}
-	case c.CoalesceDelay < 0 || c.CoalesceDelay > maxCoalesceDelay:
+	case r.Protocol != Yamux && r.Protocol != Mplex:
+		return &ConfigError{"Protocol", "unknown protocol " + strconv.Itoa(int(r.Protocol))}
+	case r.CoalesceDelay < 0 || r.CoalesceDelay > maxCoalesceDelay:
 		return &ConfigError{"CoalesceDelay", "must be between 0 and " + maxCoalesceDelay.String()}
-	case c.MaxBatchBytes < minBatchBytes || c.MaxBatchBytes > maxBatchBytes:
-		return &ConfigError{"MaxBatchBytes", "must be between 4 KiB and 16 MiB"}
-	case c.MaxIncomingStreams <= 0:
-		return &ConfigError{"MaxIncomingStreams", "must be positive"}
-	case c.AcceptBacklog <= 0:
-		return &ConfigError{"AcceptBacklog", "must be positive"}
-	case c.MaxUnackedStreams <= 0:
-		return &ConfigError{"MaxUnackedStreams", "must be positive"}
-	case c.MaxStreamWindow < InitialStreamWindow:
-		return &ConfigError{"MaxStreamWindow", "must be at least the initial window, 256 KiB"}
-	case c.MaxSessionWindow < int(c.MaxStreamWindow)-InitialStreamWindow:
-		return &ConfigError{"MaxSessionWindow", "must be at least MaxStreamWindow less the initial window"}
-	case c.MaxReceiveBuffer <= 0:
-		return &ConfigError{"MaxReceiveBuffer", "must be positive"}
-	case c.MaxReceiveStall <= 0:
-		return &ConfigError{"MaxReceiveStall", "must be positive"}
-	case c.EnableKeepAlive && c.KeepAliveInterval <= 0:
-		return &ConfigError{"KeepAliveInterval", "must be positive when keep-alive is enabled"}
-	case c.ConnectionWriteTimeout <= 0:
-		return &ConfigError{"ConnectionWriteTimeout", "must be positive"}
+	case r.CoalesceDelay > 0 && r.DisableCoalescing:
+		return &ConfigError{"CoalesceDelay", "must be 0 when DisableCoalescing is set"}
+	case r.MaxBatchBytes < minBatchBytes || r.MaxBatchBytes > maxBatchBytes:
+		return &ConfigError{"MaxBatchBytes", "must be between 4 KiB and 16 MiB, or 0 for the default (64 KiB)"}
+	case r.MaxIncomingStreams < 0:
+		return &ConfigError{"MaxIncomingStreams", "must be at least 1, or 0 for the default (1000)"}
+	case r.AcceptBacklog < 0 || r.AcceptBacklog > maxAcceptBacklog:
+		return &ConfigError{"AcceptBacklog", "must be between 1 and 65536, or 0 for the default (256)"}
+	case r.MaxUnackedStreams < 0:
+		return &ConfigError{"MaxUnackedStreams", "must be at least 1, or 0 for the default (256)"}
+	case r.MaxStreamWindow < InitialStreamWindow:
+		return &ConfigError{"MaxStreamWindow", "must be at least the initial window, 256 KiB, or 0 for the default (16 MiB)"}
+	case r.MaxSessionWindow < int(r.MaxStreamWindow)-InitialStreamWindow:
+		return &ConfigError{"MaxSessionWindow", "must be at least MaxStreamWindow less the initial window, or 0 for the default (64 MiB)"}
+	case r.MaxReceiveStall < 0:
+		return &ConfigError{"MaxReceiveStall", "must not be negative (0 means the default, 250ms)"}
+	case r.MaxReceiveBuffer < 0:
+		return &ConfigError{"MaxReceiveBuffer", "must be at least 1, or 0 for the default (4 MiB)"}
+	case r.Memory != nil && isNilPointer(r.Memory):
+		return &ConfigError{"Memory", "is a nil pointer; leave the interface nil for no limit"}
+	case r.Logger != nil && r.Logger.Handler() == nil:
+		return &ConfigError{"Logger", "has no handler; make it with slog.New"}
+	case r.KeepAliveInterval < 0 && !r.DisableKeepAlive:
+		return &ConfigError{"KeepAliveInterval", "must not be negative (0 means the default, 30s)"}
+	case r.ConnectionWriteTimeout < 0:
+		return &ConfigError{"ConnectionWriteTimeout", "must not be negative (0 means the default, 10s)"}
 	}
 	return nil
+}
+
+// resolve validates cfg and returns it with every default applied: the
+// configuration a session runs with.
+func resolve(cfg *Config) (Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg.withDefaults(), nil
+}
+
+// Config returns a copy of the configuration the session runs with: the
+// Config given to Client or Server with every zero field set to its
+// default.
+func (s *Session) Config() *Config {
+	c := s.cfg
+	return &c
+}
+
+// isNilPointer reports whether v is nil or holds a nil pointer (or another
+// nil reference), on which a method call would panic in the session's
+// goroutines.
+func isNilPointer(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }

@@ -39,7 +39,7 @@
 // other. Streams are net.Conns with half-close and resets that carry an
 // error code:
 //
-//	sess, err := braid.Client(conn, nil) // nil: DefaultConfig()
+//	sess, err := braid.Client(conn, nil) // nil: the default Config
 //	if err != nil { ... }
 //	defer sess.Close()
 //	st, err := sess.OpenStream(ctx)
@@ -47,6 +47,17 @@
 //	st.Write(request)
 //	st.CloseWrite()
 //	reply, err := io.ReadAll(st)
+//
+// A Config tunes a session. Its zero value is the default configuration
+// (DefaultConfig spells it out), so set only what you change; each field's
+// documentation gives its default and bounds, and Client refuses a value
+// outside them with a *ConfigError:
+//
+//	sess, err := braid.Server(conn, &braid.Config{MaxStreamWindow: 4 << 20})
+//
+// braid needs Go 1.26 or later (go get github.com/braidmux/braid). To use
+// it as a go-libp2p host's muxer, see the module
+// github.com/braidmux/braid/libp2pmux.
 //
 // Errors are typed: errors.Is(err, ErrStreamReset) holds for every reset, a
 // *StreamError carries the peer's code, a *GoAwayError the session's end,

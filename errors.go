@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 )
 
 // Sentinel errors. Match them with errors.Is; never compare error text.
@@ -65,6 +66,21 @@ var (
 
 	// ErrProtocol matches every *ProtocolError.
 	ErrProtocol = errors.New("braid: protocol error")
+
+	// ErrNilConn is returned by Client and Server for a nil net.Conn (or
+	// one holding a nil pointer). It matches os.ErrInvalid.
+	ErrNilConn = fmt.Errorf("braid: nil net.Conn: %w", os.ErrInvalid)
+
+	// ErrNilContext is returned by OpenStream for a nil context.Context.
+	// It matches os.ErrInvalid.
+	ErrNilContext = fmt.Errorf("braid: nil context.Context: %w", os.ErrInvalid)
+)
+
+// Errors of a net.Conn that breaks the io.Reader or io.Writer contract by
+// returning a count outside [0, len(p)]. Either ends the session.
+var (
+	errInvalidRead  = errors.New("braid: net.Conn Read returned an invalid count")
+	errInvalidWrite = errors.New("braid: net.Conn Write returned an invalid count")
 )
 
 // Go-away codes of the yamux protocol.

@@ -49,8 +49,7 @@ func Example() {
 // each frame at once, in a write of its own.
 func ExampleSession_Stats() {
 	c1, c2 := net.Pipe()
-	cfg := braid.DefaultConfig()
-	cfg.EnableKeepAlive = false
+	cfg := &braid.Config{DisableKeepAlive: true} // no pings among the frames
 	client, _ := braid.Client(c1, cfg)
 
 	st, _ := client.OpenStream(context.Background())
@@ -75,7 +74,8 @@ func ExampleSession_Stats() {
 	// frames per write: over 100: true
 }
 
-// A reset carries an error code to the peer.
+// A reset aborts both directions and carries an error code to the peer;
+// both sides' calls then fail with a *StreamError.
 func ExampleStream_ResetWithError() {
 	c1, c2 := net.Pipe()
 	client, _ := braid.Client(c1, nil)
@@ -91,7 +91,82 @@ func ExampleStream_ResetWithError() {
 	_, err := io.ReadAll(peer)
 	var se *braid.StreamError
 	if errors.As(err, &se) {
-		fmt.Println("code", se.ErrorCode, "remote", se.Remote)
+		fmt.Println("peer: code", se.ErrorCode, "remote", se.Remote, "is a reset:", errors.Is(err, braid.ErrStreamReset))
 	}
-	// Output: code 7 remote true
+	_, err = st.Write([]byte("y"))
+	if errors.As(err, &se) {
+		fmt.Println("local: code", se.ErrorCode, "remote", se.Remote)
+	}
+	// Output:
+	// peer: code 7 remote true is a reset: true
+	// local: code 7 remote false
+}
+
+// The zero Config is the default configuration: set only what you change.
+// Session.Config shows the values in effect.
+func ExampleConfig() {
+	c1, c2 := net.Pipe()
+	client, err := braid.Client(c1, &braid.Config{MaxStreamWindow: 4 << 20})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	server, _ := braid.Server(c2, nil) // nil: the defaults too
+	defer client.Close()
+	defer server.Close()
+
+	cfg := client.Config()
+	fmt.Println("protocol:", cfg.Protocol)
+	fmt.Println("coalescing:", !cfg.DisableCoalescing, "keep-alive:", !cfg.DisableKeepAlive, cfg.KeepAliveInterval)
+	fmt.Println("max window:", cfg.MaxStreamWindow>>20, "MiB, server's:", server.Config().MaxStreamWindow>>20, "MiB")
+	fmt.Println("same as DefaultConfig:", *server.Config() == *braid.DefaultConfig())
+	// Output:
+	// protocol: /yamux/1.0.0
+	// coalescing: true keep-alive: true 30s
+	// max window: 4 MiB, server's: 16 MiB
+	// same as DefaultConfig: true
+}
+
+// Validate reports a field out of its bounds as a *ConfigError; Client and
+// Server refuse such a Config the same way.
+func ExampleConfig_Validate() {
+	cfg := &braid.Config{MaxBatchBytes: 1024}
+	err := cfg.Validate()
+	var ce *braid.ConfigError
+	if errors.As(err, &ce) {
+		fmt.Println(ce.Field)
+	}
+	fmt.Println(err)
+	// Output:
+	// MaxBatchBytes
+	// braid: invalid Config.MaxBatchBytes: must be between 4 KiB and 16 MiB, or 0 for the default (64 KiB)
+}
+
+// CloseWrite ends one direction: the peer reads io.EOF after the last
+// byte, and the stream still carries the answer the other way.
+func ExampleStream_CloseWrite() {
+	c1, c2 := net.Pipe()
+	client, _ := braid.Client(c1, nil)
+	server, _ := braid.Server(c2, nil)
+	defer client.Close()
+	defer server.Close()
+
+	st, _ := client.OpenStream(context.Background())
+	st.Write([]byte("ping"))
+	st.CloseWrite()
+	_, err := st.Write([]byte("more"))
+	fmt.Println("write after CloseWrite:", errors.Is(err, braid.ErrStreamClosed))
+
+	peer, _ := server.AcceptStream()
+	req, err := io.ReadAll(peer) // ends with the client's CloseWrite
+	fmt.Printf("server read %q, err %v\n", req, err)
+	peer.Write([]byte("pong"))
+	peer.Close()
+
+	reply, err := io.ReadAll(st)
+	fmt.Printf("client read %q, err %v\n", reply, err)
+	// Output:
+	// write after CloseWrite: true
+	// server read "ping", err <nil>
+	// client read "pong", err <nil>
 }

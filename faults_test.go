@@ -604,7 +604,7 @@ func TestFaultStalledPeerDeadline(t *testing.T) {
 		require.NoError(t, c1.(*net.TCPConn).SetWriteBuffer(16*1024))
 		require.NoError(t, c2.(*net.TCPConn).SetReadBuffer(16*1024))
 		cfg := DefaultConfig()
-		cfg.EnableKeepAlive = false
+		cfg.DisableKeepAlive = true
 		s, err := Client(c1, cfg) // ConnectionWriteTimeout stays 10 s: not reached
 		require.NoError(t, err)
 		defer s.Close()
@@ -769,7 +769,7 @@ func TestFaultConnectionWriteTimeout(t *testing.T) {
 	const writeTimeout = 300 * time.Millisecond
 	cfg := DefaultConfig()
 	cfg.ConnectionWriteTimeout = writeTimeout
-	cfg.EnableKeepAlive = false // the write timeout alone must do it
+	cfg.DisableKeepAlive = true // the write timeout alone must do it
 
 	stalled := map[string]func(t *testing.T) (net.Conn, net.Conn){
 		// net.Pipe has no buffer: the session's first write blocks.
@@ -853,7 +853,7 @@ func TestFaultConnectionWriteTimeout(t *testing.T) {
 func TestFaultKeepAlive(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	cfg := DefaultConfig()
-	cfg.EnableKeepAlive = true
+	cfg.DisableKeepAlive = false
 	cfg.KeepAliveInterval = interval
 
 	t.Run("silent-peer", func(t *testing.T) {

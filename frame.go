@@ -152,8 +152,13 @@ type codec interface {
 type yamuxCodec struct{}
 
 func (yamuxCodec) caps() capabilities {
-	return capabilities{flowControl: true, acks: true, ping: true, goAway: true, resetCodes: true}
+	return capabilities{flowControl: true, acks: true, ping: true, goAway: true, resetCodes: true, maxDataFrame: maxYamuxDataFrame}
 }
+
+// maxYamuxDataFrame bounds the payload of the yamux Data frames braid
+// sends, whatever MaxBatchBytes and the peer's window allow: rust-yamux
+// (rust-libp2p, litep2p) closes the connection on a frame body over 1 MiB.
+const maxYamuxDataFrame = 1 << 20
 
 func (yamuxCodec) readHeader(r frameReader) (header, int, error) {
 	b, err := r.Peek(headerSize)

@@ -20,16 +20,16 @@ const (
 	mplexResetReceiver    = 5
 	mplexResetInitiator   = 6
 
-	// MplexMaxMessage is the largest mplex message (go-mplex's
-	// MaxMessageSize): a longer one is a protocol error, and braid splits
-	// writes into messages of at most this size.
-	MplexMaxMessage = 1 << 20
-
 	// mplexMaxStreamID keeps mplex stream ids inside braid's 32-bit
 	// stream keys (key = 2*id + 1 or 2); a peer would need two billion
 	// streams to reach it.
 	mplexMaxStreamID = (math.MaxUint32 - 2) / 2
 )
+
+// MplexMaxMessage is the largest mplex message (go-mplex's MaxMessageSize):
+// a longer one is a protocol error, and braid splits writes into messages
+// of at most this size.
+const MplexMaxMessage = 1 << 20
 
 // mplexCodec translates mplex frames to and from the engine's header.
 //

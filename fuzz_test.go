@@ -90,7 +90,7 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		mem := &countingMemory{}
 		cfg := DefaultConfig()
-		cfg.EnableKeepAlive = false
+		cfg.DisableKeepAlive = true
 		cfg.Memory = mem
 		c1, c2 := net.Pipe()
 		s, err := Server(c2, cfg)

@@ -390,7 +390,7 @@ func TestHostilePeer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.EnableKeepAlive = false
+			cfg.DisableKeepAlive = true
 			if tc.cfg != nil {
 				tc.cfg(cfg)
 			}
@@ -425,7 +425,7 @@ func TestHostilePeer(t *testing.T) {
 // first write until the peer reads: the test is deterministic.
 func TestHostilePingFlood(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.EnableKeepAlive = false
+	cfg.DisableKeepAlive = true
 	c1, c2 := net.Pipe()
 	p, s := newRawPeerOver(t, c1, c2, cfg, false)
 

@@ -180,7 +180,7 @@ func TestMplexEchoBraid(t *testing.T) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(map[bool]string{true: "coalesce", false: "plain"}[coalesce], func(t *testing.T) {
 			cfg := mplexConfig()
-			cfg.Coalesce = coalesce
+			cfg.DisableCoalescing = !coalesce
 			client, server := sessionPair(t, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

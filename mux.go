@@ -16,9 +16,6 @@ import (
 )
 
 const (
-	// rttProbes is how many pings a session sends back to back when it
-	// starts, for its first RTT samples (the smallest counts).
-	rttProbes = 3
 	// closeFlushTimeout bounds how long Close waits for queued frames (the
 	// last data, FINs, the go-away) to reach the conn before closing it.
 	closeFlushTimeout = time.Second
@@ -63,7 +60,6 @@ type Session struct {
 	localGoAway  bool                // we sent a go-away: incoming streams are refused
 	remoteGoAway bool                // the peer sent one: OpenStream fails
 	pings        map[uint32]pingWait // outstanding pings; nil while none
-	probesLeft   int                 // pings still to send back to back for the first RTT samples
 	nextPing     uint32
 	kaTimer      *time.Timer // keep-alive; nil when disabled
 	kaPending    bool        // the keep-alive ping is unanswered
@@ -83,41 +79,47 @@ type pingWait struct {
 }
 
 // Client makes the client side of a session over conn: its streams get odd
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on:
-// Close closes it.
+// ids. A nil cfg, like &Config{}, means the defaults; an invalid one is a
+// *ConfigError, and a nil conn ErrNilConn (conn stays the caller's after
+// an error). The session owns conn from now on: Close closes it.
 func Client(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, true) }
 
 // Server makes the server side of a session over conn: its streams get even
-// ids. A nil cfg means DefaultConfig(). The session owns conn from now on.
+// ids. cfg and conn are as for Client. The session owns conn from now on:
+// Close closes it.
 func Server(conn net.Conn, cfg *Config) (*Session, error) { return newSession(conn, cfg, false) }
 
-func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
-	if cfg == nil {
-		cfg = DefaultConfig()
+func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
+	if isNilPointer(conn) {
+		return nil, ErrNilConn
 	}
-	if err := cfg.Validate(); err != nil {
+	resolved, err := resolve(userCfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg := &resolved
 	c := newCodec(cfg.Protocol, client)
 	s := &Session{
-		conn:       conn,
-		cfg:        *cfg,
-		client:     client,
-		codec:      c,
-		caps:       c.caps(),
-		w:          newWriter(conn, c, cfg),
-		br:         newReadBuffer(conn),
-		closedCh:   make(chan struct{}),
-		readDone:   make(chan struct{}),
-		streams:    make(map[uint32]*Stream),
-		nextID:     2,
-		probesLeft: rttProbes - 1,
+		conn:     conn,
+		cfg:      *cfg,
+		client:   client,
+		codec:    c,
+		caps:     c.caps(),
+		w:        newWriter(conn, c, cfg),
+		br:       newReadBuffer(checkedReader{conn}),
+		closedCh: make(chan struct{}),
+		readDone: make(chan struct{}),
+		streams:  make(map[uint32]*Stream),
+		nextID:   2,
 	}
 	if client {
 		s.nextID = 1
 	}
 	s.budget.limit = int64(s.cfg.MaxSessionWindow)
 	s.env = growthEnv{now: time.Now, path: s.path.estimate, maxWindow: s.cfg.MaxStreamWindow}
+	if s.caps.ping {
+		s.w.peerRTT = s.RTT
+	}
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {
@@ -128,7 +130,7 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	// Measure the round trip at once: window growth needs it.
 	s.path.probe.Store(time.Now().UnixNano())
 	_, _ = s.sendPing(nil)
-	if s.cfg.EnableKeepAlive {
+	if !s.cfg.DisableKeepAlive {
 		s.mu.Lock()
 		s.kaTimer = time.AfterFunc(s.cfg.KeepAliveInterval, s.keepAliveTick)
 		s.mu.Unlock()
@@ -136,11 +138,15 @@ func newSession(conn net.Conn, cfg *Config, client bool) (*Session, error) {
 	return s, nil
 }
 
-// OpenStream opens a new stream. It waits while MaxUnackedStreams of our
-// streams wait for the peer's acknowledgement, until ctx is done. The SYN
-// grants the peer the window the session's path needs (more than the
-// protocol's initial 256 KiB on a long link).
+// OpenStream opens a new stream. It waits while Config.MaxUnackedStreams
+// of our streams wait for the peer's acknowledgement, until ctx is done
+// (then it returns ctx.Err()). A nil ctx is ErrNilContext. The SYN grants
+// the peer the window the session's path needs (more than the protocol's
+// initial 256 KiB on a long link).
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
+	if ctx == nil {
+		return nil, ErrNilContext
+	}
 	if m := s.cfg.Memory; m != nil {
 		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
 			return nil, err
@@ -275,7 +281,8 @@ func (s *Session) wakeOpenersLocked() {
 }
 
 // AcceptStream waits for the next stream the peer opens and acknowledges
-// it. It fails once the session is closed.
+// it. Once the session is closed it fails with an error matching
+// ErrSessionClosed.
 func (s *Session) AcceptStream() (*Stream, error) {
 	s.mu.Lock()
 	for {
@@ -335,7 +342,8 @@ func (s *Session) acceptGrant(st *Stream) {
 }
 
 // Ping sends a ping and returns the round-trip time. It gives up after
-// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded.
+// Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded. On mplex,
+// which has no pings, it returns ErrNotSupported.
 func (s *Session) Ping() (time.Duration, error) {
 	done := make(chan time.Duration, 1)
 	id, err := s.sendPing(done)
@@ -406,7 +414,10 @@ func (s *Session) keepAliveTick() {
 }
 
 // GoAway tells the peer that we accept no new streams; the streams already
-// open keep working. Incoming streams are refused from now on.
+// open keep working. Incoming streams are refused from now on (mplex has
+// no go-away frame: there they are refused without telling the peer).
+// Calling it again is harmless; on a closed session it returns an error
+// matching ErrSessionClosed.
 func (s *Session) GoAway() error {
 	s.mu.Lock()
 	if s.closing {
@@ -428,7 +439,8 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. Close waits for the session's goroutines to end.
+// ErrSessionClosed. Close waits for the session's goroutines to end. It
+// always returns nil, and calling it again does nothing.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil
@@ -814,21 +826,16 @@ func (s *Session) handlePing(h header) {
 	if h.flags&flagACK == 0 {
 		return
 	}
+	if isMarker(h.length) {
+		s.w.markerAnswered(h.length)
+		return
+	}
 	s.mu.Lock()
 	pw, ok := s.pings[h.length]
 	s.forgetPingLocked(h.length)
-	probe := ok && pw.done == nil && s.probesLeft > 0
-	if probe {
-		s.probesLeft--
-	}
 	s.mu.Unlock()
 	if !ok {
 		return
-	}
-	if probe {
-		// One sample may have waited behind a busy start; the path's RTT
-		// is the smallest of a few.
-		_, _ = s.sendPing(nil)
 	}
 	now := time.Now()
 	rtt := now.Sub(pw.sent)

@@ -32,7 +32,7 @@ type sendQueue struct {
 	ends    []uint32 // end offset in buf of each frame; ends[endHead:] not taken
 	head    int
 	endHead int
-	ref     refFrame // valid while hasRef
+	ref     pendingRef // valid while hasRef
 	hasRef  bool
 	deficit int  // deficit round robin credit, in bytes
 	waiting bool // the stream waits for the queue to shrink
@@ -89,6 +89,14 @@ func (q *sendQueue) release() {
 	}
 }
 
+// pendingRef is a by-reference write not yet taken in full: the writer
+// takes it a frame of at most one batch at a time (takeRef), so that a
+// large Write waits once, not once per frame.
+type pendingRef struct {
+	h    header // the next frame's header; its length is set per frame
+	rest []byte // the caller's bytes not yet taken
+}
+
 // maxKeptEnds bounds the frame-offset slice an idle stream keeps.
 const maxKeptEnds = 16
 
@@ -136,8 +144,11 @@ func (w *writer) freeQueue(s *Stream) {
 func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan struct{}) error {
 	w.mu.Lock()
 	for {
-		if w.err != nil {
+		if w.err != nil || s.dropped {
 			err := w.err
+			if s.dropped {
+				err = ErrStreamReset
+			}
 			w.mu.Unlock()
 			return err
 		}
@@ -170,20 +181,23 @@ func (w *writer) queueData(s *Stream, h header, payload []byte, cancel <-chan st
 	return nil
 }
 
-// queueRef queues a data frame whose payload stays the caller's memory; the
-// stream must then call awaitRefs before it touches or returns it.
-func (w *writer) queueRef(s *Stream, f refFrame) error {
+// queueRef queues the data frames of payload, which stays the caller's
+// memory: the writer takes it a frame at a time. The stream must then call
+// awaitRefs before it touches or returns it. h is the first frame's header.
+func (w *writer) queueRef(s *Stream, h header, payload []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
+	if s.dropped {
+		return ErrStreamReset
+	}
 	if s.flushed == nil {
 		s.flushed = make(chan struct{}, 1)
 	}
 	w.queueOf(s)
-	f.owner = s
-	s.sq.ref, s.sq.hasRef = f, true
+	s.sq.ref, s.sq.hasRef = pendingRef{h: h, rest: payload}, true
 	s.pendingRefs++
 	w.signal()
 	return nil
@@ -214,18 +228,53 @@ func (w *writer) awaitRefs(s *Stream, cancel <-chan struct{}) error {
 	}
 }
 
-// detach turns s's queued by-reference frame into a copied one.
+// detach turns what the writer has not taken of s's by-reference write
+// into copied frames of at most one batch each.
 func (w *writer) detach(s *Stream) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s.sq == nil || !s.sq.hasRef {
 		return
 	}
-	f := &s.sq.ref
-	s.sq.pushEncoded(f.hdr[:f.hdrLen], f.payload)
-	w.queued += int(f.hdrLen) + len(f.payload)
-	s.sq.ref, s.sq.hasRef = refFrame{}, false
+	r := &s.sq.ref
+	for len(r.rest) > 0 {
+		n := min(len(r.rest), w.frameMax())
+		h := r.h
+		h.length = uint32(n)
+		hdr, hn := w.codec.encodeData(h)
+		s.sq.pushEncoded(hdr[:hn], r.rest[:n])
+		w.queued += hn + n
+		r.rest = r.rest[n:]
+		r.h.flags = 0
+	}
+	s.sq.ref, s.sq.hasRef = pendingRef{}, false
 	s.pendingRefs--
+}
+
+// frameMax is the largest data frame payload the writer makes of a
+// by-reference write: one batch, within the codec's bound.
+func (w *writer) frameMax() int {
+	if m := w.codec.caps().maxDataFrame; m > 0 {
+		return min(w.maxBatch, m)
+	}
+	return w.maxBatch
+}
+
+// takeRef takes the next frame of q's by-reference write, of n payload
+// bytes, into w.inflight. mu held.
+func (w *writer) takeRef(s *Stream, n int) {
+	q := s.sq
+	h := q.ref.h
+	h.length = uint32(n)
+	hdr, hn := w.codec.encodeData(h)
+	w.inflight = append(w.inflight, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: q.ref.rest[:n], owner: s})
+	s.pendingRefs++ // this frame; the write's own count goes once it is all taken
+	q.ref.rest = q.ref.rest[n:]
+	q.ref.h.flags = 0 // flags (an ACK) ride on the first frame only
+	if len(q.ref.rest) == 0 {
+		q.ref, q.hasRef = pendingRef{}, false
+		s.pendingRefs--
+	}
 }
 
 // takeBatch moves queued stream frames into the batch by deficit round
@@ -238,14 +287,17 @@ func (w *writer) detach(s *Stream) {
 // filling the batch. Streams not reached go first next time.
 // Copied frames are appended to data (their ends to ends); by-reference
 // frames go to w.inflight, at most one beyond the batch bound. size is what
-// the batch holds already. mu held.
-func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, int) {
-	for len(w.ring) > 0 && size < w.maxBatch {
+// the batch holds already; limit (at most the batch bound) is where it
+// stops, lower while the in-flight bound holds data back, and refLimit
+// (at most limit) where by-reference frames stop: small copied frames get
+// a little more room than bulk (copySlack). mu held.
+func (w *writer) takeBatch(data []byte, ends []int, size, refLimit, limit int) ([]byte, []int, int) {
+	for len(w.ring) > 0 && size < limit {
 		quantum := max(w.maxBatch/len(w.ring), 1)
 		progress, short := false, false
 		served := 0
 		for _, s := range w.ring {
-			if size >= w.maxBatch {
+			if size >= limit {
 				break
 			}
 			served++
@@ -258,7 +310,7 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 					short = true
 					break
 				}
-				if size > 0 && size+n > w.maxBatch {
+				if size > 0 && size+n > limit {
 					break
 				}
 				data = append(data, q.buf[q.head:end]...)
@@ -269,18 +321,20 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 				w.queued -= n
 				progress = true
 			}
-			if q.endHead == len(q.ends) && q.hasRef {
-				n := int(q.ref.hdrLen) + len(q.ref.payload)
-				switch {
-				case n > q.deficit:
+			for q.endHead == len(q.ends) && q.hasRef {
+				p := min(len(q.ref.rest), w.frameMax())
+				n := headerSize + p
+				if n > q.deficit {
 					short = true
-				case len(w.inflight) == 0 || size+n <= w.maxBatch:
-					w.inflight = append(w.inflight, q.ref)
-					q.ref, q.hasRef = refFrame{}, false
-					q.deficit -= n
-					size += n
-					progress = true
+					break
 				}
+				if !(len(w.inflight) == 0 && size < refLimit || size+n <= refLimit) {
+					break
+				}
+				w.takeRef(s, p)
+				q.deficit -= n
+				size += n
+				progress = true
 			}
 			if q.empty() {
 				q.deficit = 0
@@ -311,6 +365,32 @@ func (w *writer) takeBatch(data []byte, ends []int, size int) ([]byte, []int, in
 	return data, ends, size
 }
 
+// drop discards what s has queued and the writer has not taken: its
+// frames must not follow its RST (quic-go drops them too). A frame already
+// in a write still goes out. A by-reference write waiting in awaitRefs
+// returns ErrStreamReset, and so do later queueData and queueRef calls (a
+// Write past its credit check when the reset came).
+func (w *writer) drop(s *Stream) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.dropped = true
+	q := s.sq
+	if q == nil {
+		return
+	}
+	w.queued -= q.pending()
+	q.head, q.endHead = len(q.buf), len(q.ends)
+	q.release()
+	if q.hasRef {
+		q.ref, q.hasRef = pendingRef{}, false
+		s.pendingRefs--
+		if s.refErr == nil {
+			s.refErr = ErrStreamReset
+		}
+	}
+	notifyFlushed(s)
+}
+
 // notifyFlushed wakes s's writer if it waits. mu held.
 func notifyFlushed(s *Stream) {
 	select {
@@ -325,7 +405,7 @@ func (w *writer) failQueuesLocked() {
 	for _, s := range w.ring {
 		q := s.sq
 		if q.hasRef {
-			q.ref, q.hasRef = refFrame{}, false
+			q.ref, q.hasRef = pendingRef{}, false
 			s.pendingRefs--
 			if s.refErr == nil {
 				s.refErr = w.err

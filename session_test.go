@@ -27,7 +27,7 @@ func TestEchoManyStreams(t *testing.T) {
 		for _, coalesce := range []bool{true, false} {
 			t.Run(name+map[bool]string{true: "/coalesce", false: "/plain"}[coalesce], func(t *testing.T) {
 				cfg := DefaultConfig()
-				cfg.Coalesce = coalesce
+				cfg.DisableCoalescing = !coalesce
 				c1, c2 := mk(t)
 				client, server := sessionPairOver(t, c1, c2, cfg)
 				go echoServer(server)

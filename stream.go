@@ -70,6 +70,7 @@ type Stream struct {
 	pendingRefs int           // by-reference frames not yet written
 	refErr      error         // the write error that ended one of them
 	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
+	dropped     bool          // reset: the writer takes no more of its frames
 }
 
 // newStream makes a stream whose receive window is window, of which
@@ -259,20 +260,27 @@ func (s *Stream) sendWindowUpdate(h header) {
 	_ = s.session.w.queueCtrl(h, nil)
 }
 
-// Write writes b to the stream. It blocks while the peer's receive window is
-// exhausted. Payloads of refThreshold bytes or more are written from b
-// itself (writev), not copied: Write returns once they are written or, if
-// the deadline passes first, once the rest is copied. Write returns
-// ErrStreamClosed after CloseWrite or Close, a *StreamError after a reset,
-// an error matching ErrStreamReset when the session died, and
-// os.ErrDeadlineExceeded when the write deadline passes.
+// Write writes b to the stream and returns once braid no longer needs b:
+// the caller may reuse it at once. It blocks while the peer's receive
+// window is exhausted. b is sent in frames of at most Config.MaxBatchBytes
+// (and of what the window allows); a frame of 16 KiB or more is written to
+// the connection from b itself (with writev where the connection supports
+// it), not copied, and Write waits for that write; smaller frames are
+// copied, and Write waits only for room in the stream's send queue. A
+// zero-length b writes nothing.
+//
+// Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError
+// after a reset, an error matching ErrStreamReset when the session died,
+// and os.ErrDeadlineExceeded when the write deadline passes. The n bytes it
+// reports with an error are queued and will still be sent, unless the
+// stream is reset or the session dies.
 func (s *Stream) Write(b []byte) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
-		n, flags, err := s.awaitCredit(len(b))
+		n, flags, err := s.awaitCredit(len(b), len(b) >= refThreshold)
 		if err != nil {
 			return written, err
 		}
@@ -283,8 +291,9 @@ func (s *Stream) Write(b []byte) (int, error) {
 				return written, s.writeFailure(err)
 			}
 		} else {
-			hdr, hn := w.codec.encodeData(h)
-			if err := w.queueRef(s, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: b[:n]}); err != nil {
+			// The whole credit at once: the writer takes it a frame at
+			// a time, and Write waits once.
+			if err := w.queueRef(s, h, b[:n]); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
@@ -299,12 +308,17 @@ func (s *Stream) Write(b []byte) (int, error) {
 }
 
 // awaitCredit waits until the stream may send, and takes up to want bytes
-// of send window, at most one batch, so that streams take turns.
-func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
+// of send window: at most one batch for a copied write, so that streams
+// take turns; all of it for a write by reference (whole), which the writer
+// splits into frames and serves in turns itself.
+func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 	quantum := s.session.cfg.MaxBatchBytes
 	flowControl := s.session.caps.flowControl
 	if m := s.session.caps.maxDataFrame; m > 0 {
 		quantum = min(quantum, m)
+	}
+	if whole {
+		quantum = maxRefWrite
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -332,6 +346,10 @@ func (s *Stream) awaitCredit(want int) (int, frameFlags, error) {
 		s.mu.Lock()
 	}
 }
+
+// maxRefWrite bounds the bytes one by-reference write hands the writer
+// where no window does (mplex): the caller's memory, held until written.
+const maxRefWrite = 16 << 20
 
 // giveBackCredit returns send window taken for bytes that were not queued.
 func (s *Stream) giveBackCredit(n int) {
@@ -413,8 +431,11 @@ func (s *Stream) Close() error {
 func (s *Stream) Reset() error { return s.ResetWithError(0) }
 
 // ResetWithError aborts the stream in both directions and tells the peer
-// code (yamux carries it in the RST frame). Pending and later calls return a
-// *StreamError with Remote false; the peer's return one with Remote true.
+// code (yamux carries it in the RST frame; mplex can't carry a code, so
+// there the peer sees 0). Pending and later calls return a *StreamError
+// with Remote false; the peer's return one with Remote true. Resetting a
+// stream that is already reset, or whose both directions have ended (FIN
+// sent and FIN received), does nothing.
 func (s *Stream) ResetWithError(code uint32) error {
 	s.mu.Lock()
 	if s.readState != halfOpen && s.readState != halfLocal && s.writeState != halfOpen {
@@ -425,6 +446,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	s.resetLocked(err)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
+	s.session.w.drop(s)
 	s.maybeRemove()
 	return nil
 }
@@ -460,7 +482,9 @@ func (s *Stream) maybeRemove() {
 	}
 }
 
-// SetDeadline sets the read and write deadlines.
+// SetDeadline sets the read and write deadlines, as SetReadDeadline and
+// SetWriteDeadline do. The zero time means no deadline; a time in the past
+// makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
 	s.readDeadline.set(t)
 	s.writeDeadline.set(t)
@@ -564,6 +588,7 @@ func (s *Stream) overflow() {
 	s.resetLocked(ErrReceiveBufferOverflow)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id}, nil)
+	s.session.w.drop(s)
 	s.maybeRemove()
 }
 
@@ -629,6 +654,7 @@ func (s *Stream) remoteReset(code uint32) {
 	s.mu.Lock()
 	s.resetLocked(&StreamError{ErrorCode: code, Remote: true})
 	s.mu.Unlock()
+	s.session.w.drop(s) // the peer discards them anyway
 	s.maybeRemove()
 }
 

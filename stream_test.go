@@ -215,7 +215,7 @@ func TestCloseReadPeerKeepsWriting(t *testing.T) {
 func TestMaxUnackedStreams(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultConfig()
-		cfg.EnableKeepAlive = false
+		cfg.DisableKeepAlive = true
 		cfg.MaxUnackedStreams = 4
 		c1, c2 := net.Pipe()
 		p, s := newRawPeerOver(t, c1, c2, cfg, true) // braid is the client: ids 1, 3, 5, 7
@@ -275,7 +275,7 @@ func TestMaxUnackedStreams(t *testing.T) {
 
 // TestStatsCoalescing proves that the coalescing writer packs many
 // streams' small frames into few writes (Writes far below FramesSent),
-// and that with Coalesce off every frame is its own write.
+// and that with DisableCoalescing every frame is its own write.
 //
 // The counters are compared once the client's writer has stopped: it
 // counts a Write as it makes it but a batch's frames once the whole batch
@@ -289,8 +289,8 @@ func TestStatsCoalescing(t *testing.T) {
 	for _, coalesce := range []bool{true, false} {
 		t.Run(map[bool]string{true: "coalesce", false: "plain"}[coalesce], func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Coalesce = coalesce
-			cfg.EnableKeepAlive = false
+			cfg.DisableCoalescing = !coalesce
+			cfg.DisableKeepAlive = true
 			client, server := sessionPair(t, cfg)
 			drained := make(chan error, streams) // one per stream, when its FIN arrived
 			go func() {

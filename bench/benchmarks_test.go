@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -15,11 +16,16 @@ import (
 )
 
 // The benchmarks compare braid with go-yamux and raw TCP in one run, over
-// loopback TCP. Sub-benchmark names carry impl=NAME so that
+// loopback TCP and over TLS 1.3 on loopback TCP (net=tls: every libp2p
+// connection is secured, and a secured conn has no writev; the raw limit
+// is then one TLS connection per stream). Sub-benchmark names carry
+// impl=NAME so that
 //
 //	go tool benchstat -col /impl bench.txt
 //
 // puts the contenders side by side. SetBytes is always the bytes of one op.
+// Run with -count 5 or more: each count runs every contender once, so the
+// contenders interleave.
 
 const (
 	bulkWriteSize   = 64 * 1024 // one Write of the bulk benchmarks
@@ -28,6 +34,26 @@ const (
 	bulkNeighbours  = 10        // bulk streams beside the ping-pong stream
 	idleStreamCount = 10000     // streams of the idle-memory benchmark
 )
+
+// transport is a kind of conn the loopback benchmarks run over.
+type transport struct {
+	name string
+	over func(contenders.Contender) contenders.Contender
+}
+
+// transports are loopback TCP and TLS 1.3 over it.
+func transports() []transport {
+	return []transport{
+		{"tcp", func(c contenders.Contender) contenders.Contender { return c }},
+		{"tls", contenders.TLS},
+	}
+}
+
+// field is anchors and the other multiplexers that beat braid somewhere:
+// the contenders of the latency benchmarks.
+func field() []contenders.Contender {
+	return append(anchors(), contenders.Smux(), contenders.Hashicorp())
+}
 
 // anchors are the contenders every benchmark runs.
 func anchors() []contenders.Contender {
@@ -70,24 +96,29 @@ func drain(s io.Reader, n int64, done chan<- error) {
 // BenchmarkBulk: one stream, 64 KiB writes. MB/s and allocs per 64 KiB
 // write+read (the reader runs beside the writer).
 func BenchmarkBulk(b *testing.B) {
-	for _, c := range anchors() {
-		b.Run("impl="+c.Name, func(b *testing.B) {
-			cs, ss := openPair(b, newPair(b, c))
-			buf := make([]byte, bulkWriteSize)
-			done := make(chan error, 1)
-			b.SetBytes(bulkWriteSize)
-			b.ReportAllocs()
-			b.ResetTimer()
-			go drain(ss, int64(b.N)*bulkWriteSize, done)
-			for i := 0; i < b.N; i++ {
-				if _, err := cs.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
-		})
+	for _, t := range transports() {
+		for _, c := range anchors() {
+			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) { benchBulk(b, t.over(c)) })
+		}
+	}
+}
+
+// benchBulk is BenchmarkBulk of one contender.
+func benchBulk(b *testing.B, c contenders.Contender) {
+	cs, ss := openPair(b, newPair(b, c))
+	buf := make([]byte, bulkWriteSize)
+	done := make(chan error, 1)
+	b.SetBytes(bulkWriteSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	go drain(ss, int64(b.N)*bulkWriteSize, done)
+	for i := 0; i < b.N; i++ {
+		if _, err := cs.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -143,23 +174,60 @@ func BenchmarkSmallMessages(b *testing.B) {
 }
 
 // BenchmarkPingPong: round trips of 64 B on one stream, idle and beside 10
-// bulk streams going the same way (slowdown.PingPong, as braidbench runs
-// it). One op is one round trip; reports p50 and p99 in microseconds.
+// bulk streams going the same way (slowdown.PingPongLoad, as braidbench
+// runs it). One op is one round trip; reports p50 and p99 in microseconds
+// and, beside bulk, the bulk streams' goodput meanwhile (bulk-MB/s), so
+// that no contender wins the latency by starving bulk.
 func BenchmarkPingPong(b *testing.B) {
-	for _, load := range []string{"idle", "bulk"} {
-		neighbours := 0
-		if load == "bulk" {
-			neighbours = bulkNeighbours
+	for _, t := range transports() {
+		for _, load := range []string{"idle", "bulk"} {
+			neighbours := 0
+			if load == "bulk" {
+				neighbours = bulkNeighbours
+			}
+			for _, c := range field() {
+				b.Run("net="+t.name+"/load="+load+"/impl="+c.Name, func(b *testing.B) {
+					r, err := slowdown.PingPongLoad(context.Background(), t.over(c), b.N, neighbours, pingPongMaxTime)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 50).Nanoseconds())/1e3, "p50-us")
+					b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 99).Nanoseconds())/1e3, "p99-us")
+					if neighbours > 0 {
+						b.ReportMetric(r.BulkMBps(), "bulk-MB/s")
+					}
+				})
+			}
 		}
-		for _, c := range anchors() {
-			b.Run("load="+load+"/impl="+c.Name, func(b *testing.B) {
-				rtts, err := slowdown.PingPong(context.Background(), c, b.N, neighbours, pingPongMaxTime)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(slowdown.Percentile(rtts, 50).Nanoseconds())/1e3, "p50-us")
-				b.ReportMetric(float64(slowdown.Percentile(rtts, 99).Nanoseconds())/1e3, "p99-us")
-			})
+	}
+}
+
+// BenchmarkNotifications: Polkadot's notifications with backpressure, 2,000
+// messages of 64 KiB and 500 of 256 KiB written at once on one stream
+// (slowdown.Notify, as braidbench runs it). One op is the whole run, on a
+// fresh session; reports msgs/s.
+func BenchmarkNotifications(b *testing.B) {
+	runs := []struct {
+		count, size int
+	}{{2000, 64 << 10}, {500, 256 << 10}}
+	for _, t := range transports() {
+		for _, r := range runs {
+			for _, c := range anchors() {
+				name := fmt.Sprintf("net=%s/msg=%dKiBx%d/impl=%s", t.name, r.size>>10, r.count, c.Name)
+				b.Run(name, func(b *testing.B) {
+					c := t.over(c)
+					b.SetBytes(int64(r.count * r.size))
+					var total time.Duration
+					for i := 0; i < b.N; i++ {
+						d, err := slowdown.Notify(context.Background(), c, r.count, r.size)
+						if err != nil {
+							b.Fatal(err)
+						}
+						total += d
+					}
+					b.ReportMetric(float64(r.count*b.N)/total.Seconds(), "msgs/s")
+				})
+			}
 		}
 	}
 }

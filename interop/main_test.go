@@ -1,11 +1,16 @@
 package interop_test
 
 import (
+	"io"
 	"net"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
+
+// deadlineIn is the deadline of a call in a test that must not hang.
+func deadlineIn() time.Time { return time.Now().Add(30 * time.Second) }
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
@@ -43,4 +48,14 @@ func tcpPair(t testing.TB) (net.Conn, net.Conn) {
 		r.c.Close()
 	})
 	return c1, r.c
+}
+
+// readErr reads r until an error and returns it.
+func readErr(r io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			return err
+		}
+	}
 }

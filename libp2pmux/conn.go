@@ -25,11 +25,15 @@ type conn struct {
 var _ network.MuxedConn = (*conn)(nil)
 
 // NewMuxedConn returns sess as a network.MuxedConn, for sessions made with
-// braid.Client or braid.Server directly. Memory accounting is whatever
-// sess was configured with; Transport.NewConn is the usual way to get a
+// braid.Client or braid.Server directly; a nil sess is ErrNilSession.
+// Memory accounting is whatever sess was configured with, and closing the
+// MuxedConn closes sess. Transport.NewConn is the usual way to get a
 // MuxedConn.
-func NewMuxedConn(sess *braid.Session) network.MuxedConn {
-	return &conn{sess: sess}
+func NewMuxedConn(sess *braid.Session) (network.MuxedConn, error) {
+	if sess == nil {
+		return nil, ErrNilSession
+	}
+	return &conn{sess: sess}, nil
 }
 
 // newConn wraps sess; when span is not nil, it ends the span once the
@@ -106,10 +110,10 @@ func (c *conn) AcceptStream() (network.MuxedStream, error) {
 	return (*stream)(s), nil
 }
 
-// As sets target, which must be a **braid.Session, to the underlying braid
-// session and reports whether it did, like errors.As.
+// As sets target, which must be a non-nil **braid.Session, to the
+// underlying braid session and reports whether it did, like errors.As.
 func (c *conn) As(target any) bool {
-	if t, ok := target.(**braid.Session); ok {
+	if t, ok := target.(**braid.Session); ok && t != nil {
 		*t = c.sess
 		return true
 	}

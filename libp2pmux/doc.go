@@ -6,17 +6,31 @@
 // Frames of many streams are coalesced into few writes on the secure
 // connection, which saves system calls and encryption records.
 //
-// To use it, give the transport to libp2p.Muxer in place of yamux:
+// # Install and use
+//
+// libp2pmux is a module of its own, so that programs importing braid alone
+// don't inherit go-libp2p's module graph. It needs Go 1.26 or later:
+//
+//	go get github.com/braidmux/braid/libp2pmux
+//
+// A go-libp2p host selects braid by registering DefaultTransport under ID
+// with libp2p.Muxer, in place of go-libp2p's yamux (the other options stay
+// as they are):
 //
 //	h, err := libp2p.New(
 //		libp2p.Muxer(libp2pmux.ID, libp2pmux.DefaultTransport),
 //	)
 //
+// A host given a Muxer option no longer adds go-libp2p's yamux, so braid
+// replaces it; don't register both, since they claim the same protocol id.
+// That id is yamux's: the host still negotiates yamux with every peer, and
+// the peer may run any yamux implementation.
+//
 // DefaultTransport uses DefaultConfig: braid's defaults tuned like
 // go-libp2p's yamux (a 16 MiB stream window, and no incoming stream limit
 // of its own, since go-libp2p's resource manager limits streams). To tune
-// the muxer, change a DefaultConfig and build a Transport with
-// NewTransport.
+// the muxer, pass a braid.Config to NewTransport: its zero fields mean
+// DefaultConfig's values, so it needs only the fields to change.
 //
 // For peers that still use mplex, register MplexTransport under MplexID
 // (/mplex/6.7.0), alone or after yamux: libp2p.Muxer(MplexID,

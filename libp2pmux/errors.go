@@ -3,10 +3,15 @@ package libp2pmux
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/braidmux/braid"
 	"github.com/libp2p/go-libp2p/core/network"
 )
+
+// ErrNilSession is returned by NewMuxedConn for a nil *braid.Session. It
+// matches os.ErrInvalid.
+var ErrNilSession = fmt.Errorf("libp2pmux: nil *braid.Session: %w", os.ErrInvalid)
 
 // parseError maps an error of braid to go-libp2p's, exactly as go-libp2p's
 // yamux adapter maps go-yamux's errors:

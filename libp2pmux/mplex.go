@@ -6,9 +6,11 @@ import "github.com/braidmux/braid"
 // that still use it. Register MplexTransport under it with libp2p.Muxer.
 const MplexID = "/mplex/6.7.0"
 
-// MplexTransport is a Transport with MplexConfig, ready for
-// libp2p.Muxer(MplexID, MplexTransport). Like DefaultTransport it is a
-// variable only to mirror go-libp2p's muxer packages; don't reassign it.
+// MplexTransport is the Transport to give libp2p.Muxer(MplexID,
+// MplexTransport): NewTransport(MplexConfig()), made when the package is
+// initialized (MplexConfig is valid, so that can't fail). Like
+// DefaultTransport it is a variable only to mirror go-libp2p's muxer
+// packages; don't reassign it.
 var MplexTransport = mustNewTransport(MplexConfig())
 
 // hostMplexAcceptBacklog is the accept backlog of mplex sessions. mplex
@@ -34,4 +36,14 @@ func MplexConfig() *braid.Config {
 	cfg.Protocol = braid.Mplex
 	cfg.AcceptBacklog = hostMplexAcceptBacklog
 	return cfg
+}
+
+// mustNewTransport is NewTransport for configurations known to be valid;
+// a test checks MplexTransport's.
+func mustNewTransport(cfg *braid.Config) *Transport {
+	t, err := NewTransport(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

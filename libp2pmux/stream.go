@@ -53,16 +53,16 @@ func (s *stream) SetReadDeadline(t time.Time) error { return s.braid().SetReadDe
 // SetWriteDeadline sets the write deadline.
 func (s *stream) SetWriteDeadline(t time.Time) error { return s.braid().SetWriteDeadline(t) }
 
-// As sets target, which must be a **braid.Stream, to the underlying braid
-// stream and reports whether it did, like errors.As. It is not part of
-// network.MuxedStream; reach it with an interface assertion:
+// As sets target, which must be a non-nil **braid.Stream, to the
+// underlying braid stream and reports whether it did, like errors.As. It is
+// not part of network.MuxedStream; reach it with an interface assertion:
 //
 //	var bs *braid.Stream
 //	if a, ok := muxedStream.(interface{ As(any) bool }); ok && a.As(&bs) {
 //		// use bs
 //	}
 func (s *stream) As(target any) bool {
-	if t, ok := target.(**braid.Stream); ok {
+	if t, ok := target.(**braid.Stream); ok && t != nil {
 		*t = s.braid()
 		return true
 	}

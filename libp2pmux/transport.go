@@ -1,9 +1,9 @@
 package libp2pmux
 
 import (
-	"errors"
 	"math"
 	"net"
+	"reflect"
 
 	"github.com/braidmux/braid"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -23,20 +23,19 @@ const (
 	hostMaxIncomingStreams = math.MaxInt32
 )
 
-// DefaultTransport is a Transport with DefaultConfig, ready for
-// libp2p.Muxer(ID, DefaultTransport). It is a variable only to mirror
-// go-libp2p's yamux package; don't reassign it. A Transport has no mutable
-// state, so sharing it between hosts is safe.
-var DefaultTransport = mustNewTransport(DefaultConfig())
+// DefaultTransport is the Transport to give libp2p.Muxer(ID,
+// DefaultTransport): the zero Transport, whose sessions use DefaultConfig.
+// It is a variable only to mirror go-libp2p's yamux package; don't
+// reassign it. A Transport has no mutable state, so hosts may share it.
+var DefaultTransport = &Transport{}
 
-// DefaultConfig returns braid's default configuration adjusted for
-// go-libp2p hosts, as go-libp2p adjusts go-yamux's: coalescing on, a 16
-// MiB maximum stream window, and in effect no limit of the muxer's own on
-// incoming streams (math.MaxInt32), since go-libp2p's resource manager
-// limits them. Change what you need and pass it to NewTransport.
+// DefaultConfig returns braid's default configuration adjusted for go-libp2p
+// hosts, as go-libp2p adjusts go-yamux's: coalescing on, a 16 MiB maximum
+// stream window, and in effect no limit of the muxer's own on incoming
+// streams (math.MaxInt32), since go-libp2p's resource manager limits them.
+// Change what you need and pass it to NewTransport.
 func DefaultConfig() *braid.Config {
 	cfg := braid.DefaultConfig()
-	cfg.Coalesce = true
 	cfg.MaxStreamWindow = hostMaxStreamWindow
 	cfg.MaxIncomingStreams = hostMaxIncomingStreams
 	return cfg
@@ -44,43 +43,57 @@ func DefaultConfig() *braid.Config {
 
 // Transport makes braid sessions out of go-libp2p's secured connections. It
 // implements network.Multiplexer; give it to libp2p.Muxer with ID. Make one
-// with NewTransport, or use DefaultTransport; the zero Transport uses
-// DefaultConfig.
+// with NewTransport, or use DefaultTransport; the zero Transport (and a
+// nil *Transport) uses DefaultConfig.
 type Transport struct {
 	cfg braid.Config // the zero Config stands for DefaultConfig()
 }
 
 var _ network.Multiplexer = (*Transport)(nil)
 
-// NewTransport returns a Transport whose sessions use a copy of cfg; nil
-// means DefaultConfig(). The config is validated here, so that a host fails
-// to build rather than every connection. cfg.Memory must be nil: each
-// connection accounts its memory in a span of the network.PeerScope
-// go-libp2p passes to NewConn.
+// NewTransport returns a Transport whose sessions use a copy of cfg. A zero
+// field of cfg means this package's default, the value DefaultConfig has
+// (MplexConfig's when cfg.Protocol is braid.Mplex), so nil and
+// &braid.Config{} both give DefaultTransport's configuration. The config
+// is validated here, so that a host fails to build rather than every
+// connection: an invalid one is a *braid.ConfigError. cfg.Memory must be
+// nil (a *braid.ConfigError otherwise): each connection accounts its
+// memory in a span of the network.PeerScope go-libp2p passes to NewConn.
 func NewTransport(cfg *braid.Config) (*Transport, error) {
-	if cfg == nil {
-		cfg = DefaultConfig()
+	c := withDefaults(cfg)
+	if c.Memory != nil {
+		return nil, &braid.ConfigError{Field: "Memory", Reason: "must be nil: libp2pmux accounts memory through the network.PeerScope given to NewConn"}
 	}
-	if cfg.Memory != nil {
-		return nil, errors.New("libp2pmux: Config.Memory must be nil: memory is accounted through the network.PeerScope given to NewConn")
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &Transport{cfg: *cfg}, nil
+	return &Transport{cfg: c}, nil
 }
 
-func mustNewTransport(cfg *braid.Config) *Transport {
-	t, err := NewTransport(cfg)
-	if err != nil {
-		panic(err)
+// withDefaults returns a copy of cfg whose zero fields have DefaultConfig's
+// values (MplexConfig's for mplex).
+func withDefaults(cfg *braid.Config) braid.Config {
+	if cfg == nil {
+		return *DefaultConfig()
 	}
-	return t
+	base := DefaultConfig()
+	if cfg.Protocol == braid.Mplex {
+		base = MplexConfig()
+	}
+	c := *cfg
+	dst, src := reflect.ValueOf(&c).Elem(), reflect.ValueOf(base).Elem()
+	for i := range dst.NumField() {
+		if f := dst.Field(i); f.IsZero() {
+			f.Set(src.Field(i))
+		}
+	}
+	return c
 }
 
-// Config returns a copy of the transport's configuration.
+// Config returns a copy of the transport's configuration, every default
+// spelled out.
 func (t *Transport) Config() *braid.Config {
-	if t.cfg == (braid.Config{}) {
+	if t == nil || t.cfg == (braid.Config{}) {
 		return DefaultConfig()
 	}
 	cfg := t.cfg
@@ -90,8 +103,10 @@ func (t *Transport) Config() *braid.Config {
 // NewConn makes a braid session over nc, the server side if isServer, and
 // returns it as a network.MuxedConn. When scope is not nil, the session
 // reserves its streams' memory in a span of scope (see the package
-// documentation); the span ends when the session does. The session owns nc
-// from now on: closing the MuxedConn closes it.
+// documentation); the span ends when the session does, and an error of
+// scope.BeginSpan is returned as it is. A nil nc is braid.ErrNilConn. The
+// session owns nc from now on: closing the MuxedConn closes it (after an
+// error, nc stays the caller's).
 func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope) (network.MuxedConn, error) {
 	cfg := *t.Config()
 	var span network.ResourceScopeSpan

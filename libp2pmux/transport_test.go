@@ -15,7 +15,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Coalesce {
+	if cfg.DisableCoalescing {
 		t.Error("coalescing is off by default")
 	}
 	if cfg.MaxStreamWindow != 16<<20 {
@@ -46,14 +46,14 @@ func TestNewTransport(t *testing.T) {
 	}
 
 	cfg := DefaultConfig()
-	cfg.Coalesce = false
+	cfg.DisableCoalescing = true
 	cfg.MaxStreamWindow = 1 << 20
 	tr, err = NewTransport(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxStreamWindow = 2 << 20 // the transport keeps its own copy
-	if got := tr.Config(); got.Coalesce || got.MaxStreamWindow != 1<<20 {
+	if got := tr.Config(); !got.DisableCoalescing || got.MaxStreamWindow != 1<<20 {
 		t.Errorf("config not kept: %+v", got)
 	}
 
@@ -66,8 +66,8 @@ func TestNewTransport(t *testing.T) {
 
 	withMemory := DefaultConfig()
 	withMemory.Memory = &countingSpan{parent: &countingScope{}}
-	if _, err := NewTransport(withMemory); err == nil {
-		t.Error("NewTransport accepted a Config with Memory set")
+	if _, err := NewTransport(withMemory); !errors.As(err, &ce) || ce.Field != "Memory" {
+		t.Errorf("NewTransport with Memory set: %v, want a *braid.ConfigError for Memory", err)
 	}
 }
 

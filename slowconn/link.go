@@ -19,7 +19,8 @@ type Link struct {
 	// in [0, Jitter]. Jitter never reorders bytes: a packet never arrives
 	// before the one sent ahead of it.
 	Jitter time.Duration
-	// MTU is the largest packet, overhead included; 0 means 1500.
+	// MTU is the largest packet, overhead included, at most 1 MiB; 0 means
+	// 1500.
 	MTU int
 	// PerPacketOverhead is the link capacity each packet costs beyond its
 	// payload (headers, framing); 0 means 40 (IPv4 + TCP headers) and a
@@ -119,6 +120,18 @@ func (l Link) sendBuffer() int {
 	return max(b, l.PayloadPerPacket())
 }
 
+// Validate reports the first field of l that makes no sense: a negative
+// Bandwidth, Latency, Jitter or SendBuffer, an MTU above 1 MiB or without
+// room for a byte of payload after the overhead, or a Loss outside [0, 1].
+// Pipe and Wrap panic with this error, so check a Link built from input
+// first.
+func (l Link) Validate() error {
+	if err := l.validate(); err != nil {
+		return errors.New("slowconn: invalid Link: " + err.Error())
+	}
+	return nil
+}
+
 // validate reports the first field of l that makes no sense.
 func (l Link) validate() error {
 	switch {
@@ -143,7 +156,7 @@ func (l Link) validate() error {
 // mustValidate panics with a clear message if l is invalid: a bad Link is a
 // programming error in the test that built it.
 func (l Link) mustValidate() {
-	if err := l.validate(); err != nil {
-		panic(errors.New("slowconn: invalid Link: " + err.Error()))
+	if err := l.Validate(); err != nil {
+		panic(err)
 	}
 }

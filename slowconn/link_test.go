@@ -78,6 +78,9 @@ func TestInvalidLinkPanics(t *testing.T) {
 		{Loss: math.NaN()},
 		{SendBuffer: -1},
 	} {
+		if err := l.Validate(); err == nil || !strings.HasPrefix(err.Error(), "slowconn: invalid Link: ") {
+			t.Errorf("%+v.Validate() = %v, want an invalid-Link error", l, err)
+		}
 		func() {
 			defer func() {
 				r := recover()
@@ -88,4 +91,20 @@ func TestInvalidLinkPanics(t *testing.T) {
 			Pipe(l)
 		}()
 	}
+	for _, p := range Profiles() {
+		if err := p.Link.Validate(); err != nil {
+			t.Errorf("%s.Validate() = %v", p.Name, err)
+		}
+	}
+}
+
+// TestWrapNilPanics: Wrap of a nil conn panics in the caller, not later in
+// the goroutine that writes to it.
+func TestWrapNilPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(error).Error(), "nil net.Conn") {
+			t.Errorf("Wrap(nil) recovered %v, want a nil-conn panic", r)
+		}
+	}()
+	Wrap(nil, LAN())
 }

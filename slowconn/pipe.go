@@ -14,7 +14,8 @@ import (
 // reads, io.EOF after the peer closes and its data has arrived) and, like
 // *net.TCPConn, a CloseWrite() error method that sends EOF but keeps
 // reading. A Pipe runs no goroutines. It panics if l is invalid (a negative
-// field, Loss outside [0, 1], or an MTU without room for payload).
+// field, Loss outside [0, 1], or an MTU without room for payload; see
+// Link.Validate).
 func Pipe(l Link) (net.Conn, net.Conn) {
 	l.mustValidate()
 	ab, ba := newHalf(l, 0), newHalf(l, 1)

@@ -1,6 +1,7 @@
 package slowconn
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -16,8 +17,12 @@ import (
 // at most as long as they take to arrive plus a linger time of one second
 // for c to accept them, then closes c; the goroutine has exited when Close
 // returns. If c has a CloseWrite() error method, so does the wrapped conn.
-// Wrap panics if l is invalid.
+// Wrap panics if c is nil or l is invalid (see Link.Validate), at once
+// rather than in its goroutine.
 func Wrap(c net.Conn, l Link) net.Conn {
+	if c == nil {
+		panic(errors.New("slowconn: Wrap of a nil net.Conn"))
+	}
 	l.mustValidate()
 	w := &wrapConn{
 		c:        c,

@@ -44,6 +44,11 @@ type cell struct {
 	measure measureFunc
 	// na says why a contender does not apply, or "".
 	na func(e entry) string
+	// start, if set, prepares what measure needs before the first round
+	// (an error fails the cell for every contender); stop, if set, undoes
+	// it after the last. Cells may share them: both must be idempotent.
+	start func(context.Context) error
+	stop  func()
 }
 
 // Workload names, as -only takes them.
@@ -56,11 +61,15 @@ const (
 	wPackets  = "packets"
 	wChunks   = "chunks"
 	wNotify   = "notify"
+	wHosts    = "hosts" // the -only name of the host rows
+	// The host rows' workloads.
+	wHostChunks = "host-chunks"
+	wHostNotify = "host-notify"
 )
 
 // workloadNames lists the workloads in report order.
 func workloadNames() []string {
-	return []string{wBulk, wSmall, wPing, wIdle, wSlowdown, wPackets, wChunks, wNotify}
+	return []string{wBulk, wSmall, wPing, wIdle, wSlowdown, wPackets, wChunks, wNotify, wHosts}
 }
 
 // Metric keys.
@@ -76,6 +85,7 @@ const (
 	mBytesOp   = "B/op"
 	mAllocsOp  = "allocs/op"
 	mTimeMsg   = "µs/msg"
+	mBulkMBps  = "bulk MB/s"
 )
 
 // buildCells returns the cells opts asks for, in report order.
@@ -89,10 +99,17 @@ func buildCells(opts options) []cell {
 		}
 		cells = append(cells, c)
 	}
-	add(bulkCell(p))
+	tcp, tls := tcpTransport(), tlsTransport()
+	add(bulkCell(p, tcp))
+	add(bulkCell(p, tls))
 	add(smallCell(p))
-	add(pingCell(p, 0))
-	add(pingCell(p, p.PingNeighbours))
+	add(pingCell(p, 0, tcp, 0))
+	add(pingCell(p, p.PingNeighbours, tcp, 0))
+	for _, t := range []transport{tcp, tls} {
+		for _, procs := range pingProcs() {
+			add(pingCell(p, p.PingNeighbours, t, procs))
+		}
+	}
 	add(idleCell(p))
 	for _, name := range opts.Links {
 		link, _ := linkByName(name)
@@ -113,13 +130,22 @@ func buildCells(opts options) []cell {
 			}
 		}
 	}
-	for _, size := range p.NotifySizes {
-		for _, n := range p.NotifyCounts {
-			add(notifyCell(n, size))
+	for _, t := range []transport{tcp, tls} {
+		for _, size := range p.NotifySizes {
+			for _, n := range p.NotifyCounts {
+				add(notifyCell(n, size, t))
+			}
 		}
+	}
+	for _, c := range hostCells(opts) {
+		add(c)
 	}
 	return selectCells(cells, opts.Only)
 }
+
+// pingProcs are the GOMAXPROCS of the loaded ping-pong rows over TCP and
+// TLS: a muxer's latency beside bulk depends most on how few cores it has.
+func pingProcs() []int { return []int{1, 2} }
 
 // selectCells keeps the cells of the workloads named in only; with no
 // workload named, all.

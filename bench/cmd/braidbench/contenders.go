@@ -37,7 +37,7 @@ func allEntries() []entry {
 		{Name: "braid-nocoalesce", Desc: "braid, write coalescing off", c: contenders.Braid(false),
 			many: func(n int) contenders.Contender {
 				return contenders.BraidConfig("braid-nocoalesce", func(c *braid.Config) {
-					c.Coalesce = false
+					c.DisableCoalescing = true
 					c.MaxIncomingStreams = n
 				})
 			}},

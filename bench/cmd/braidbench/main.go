@@ -1,7 +1,10 @@
 // Command braidbench compares braid with the multiplexers an application
 // would otherwise pick (go-yamux, go-mplex, smux, hashicorp/yamux) and with
-// raw TCP, over loopback TCP and over simulated links, and writes a report
-// to share.
+// raw TCP, over loopback TCP and over simulated links, and braid's
+// libp2pmux with go-libp2p's stock yamux between two real go-libp2p hosts
+// (through libp2pmux/cmd/hostbench, which it builds from the workspace),
+// and writes a report to share that opens with a verdict: each workload
+// won or lost against the targets of issues #12 and #15.
 //
 // Run it with no flags:
 //
@@ -55,6 +58,9 @@ type options struct {
 	CPUs    []int         `json:"cpus"`
 	Rounds  int           `json:"rounds"`
 	Timeout time.Duration `json:"timeout_ns"`
+	// From names an earlier run's results.json to render again instead
+	// of measuring.
+	From string `json:"-"`
 	// Plan sizes the workloads; set from Quick unless a test sets it.
 	Plan plan `json:"plan"`
 }
@@ -73,6 +79,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "braidbench:", err)
 		return exitUsage
+	}
+	if opts.From != "" {
+		return rerender(opts, stdout, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -109,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		cpus    = fs.String("cpu", joinInts(defaultCPUs()), "comma-separated GOMAXPROCS values of the link workloads")
 		rounds  = fs.Int("rounds", 0, "rounds: every contender runs every workload once per round, interleaved (default "+strconv.Itoa(defaultRounds)+", -quick "+strconv.Itoa(quickRounds)+")")
 		timeout = fs.Duration("timeout", defaultTimeout, "longest one measurement may take before its contender is marked failed")
+		from    = fs.String("from", "", "render the report of an earlier run's results.json into -o instead of measuring")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: braidbench [flags]\n\n"+
@@ -123,7 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	opts := options{Quick: *quick, Out: *out, Timeout: *timeout, Rounds: *rounds}
+	opts := options{Quick: *quick, Out: *out, Timeout: *timeout, Rounds: *rounds, From: *from}
 	opts.Plan = defaultPlan()
 	if opts.Quick {
 		opts.Plan = quickPlan()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/bench/internal/slowdown"
 )
 
@@ -21,14 +22,43 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // us converts a duration to microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-func bulkCell(p plan) cell {
+// transport is what the loopback cells run over: TCP, or TLS 1.3 on TCP
+// (every libp2p connection is secured; the raw limit is then one TLS
+// connection per stream).
+type transport struct {
+	id, where string // ID suffix and title words
+	tls       bool
+}
+
+func tcpTransport() transport { return transport{id: "", where: "loopback TCP"} }
+func tlsTransport() transport {
+	return transport{id: "/tls", where: "TLS 1.3 over loopback TCP", tls: true}
+}
+
+// over is e's contender over t.
+func (t transport) over(e entry) contenders.Contender {
+	if t.tls {
+		return contenders.TLS(e.c)
+	}
+	return e.c
+}
+
+// name is the transport's params value.
+func (t transport) name() string {
+	if t.tls {
+		return "tls"
+	}
+	return "tcp"
+}
+
+func bulkCell(p plan, t transport) cell {
 	return cell{
-		ID: "bulk", Workload: wBulk, Groups: []string{wBulk},
-		Title:   fmt.Sprintf("Bulk: one stream, %d MiB in %d KiB writes, loopback TCP", p.BulkBytes>>20, slowdown.LoopbackWrite>>10),
-		Params:  map[string]string{"bytes": strconv.FormatInt(p.BulkBytes, 10), "write": strconv.Itoa(slowdown.LoopbackWrite)},
+		ID: "bulk" + t.id, Workload: wBulk, Groups: []string{wBulk},
+		Title:   fmt.Sprintf("Bulk: one stream, %d MiB in %d KiB writes, %s", p.BulkBytes>>20, slowdown.LoopbackWrite>>10, t.where),
+		Params:  map[string]string{"bytes": strconv.FormatInt(p.BulkBytes, 10), "write": strconv.Itoa(slowdown.LoopbackWrite), "transport": t.name()},
 		Metrics: []metric{{Key: mMBps, Unit: "MB/s", Higher: true}},
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
-			r, err := slowdown.Bulk(ctx, e.c, p.BulkBytes)
+			r, err := slowdown.Bulk(ctx, t.over(e), p.BulkBytes)
 			if err != nil {
 				return nil, err
 			}
@@ -57,27 +87,44 @@ func smallCell(p plan) cell {
 }
 
 // pingCell is the ping-pong round trip, idle or beside neighbours bulk
-// streams.
-func pingCell(p plan, neighbours int) cell {
+// streams, over t, at GOMAXPROCS procs (0 leaves it). Beside bulk it also
+// reports the neighbours' goodput, so that no contender wins the latency by
+// starving bulk.
+func pingCell(p plan, neighbours int, t transport, procs int) cell {
 	id, load := "ping-idle", "idle"
 	if neighbours > 0 {
 		id, load = "ping-bulk", fmt.Sprintf("beside %d bulk streams", neighbours)
 	}
+	id += t.id
+	title := fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (up to %d or %v)",
+		slowdown.PingPongSize, load, t.where, p.PingCount, p.PingMax)
+	if procs > 0 {
+		id += fmt.Sprintf("/p%d", procs)
+		title += fmt.Sprintf(", GOMAXPROCS %d", procs)
+	}
+	metrics := []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}}
+	if neighbours > 0 {
+		metrics = append(metrics, metric{Key: mBulkMBps, Unit: "MB/s", Higher: true})
+	}
 	return cell{
 		ID: id, Workload: wPing, Groups: []string{wPing},
-		Title: fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, loopback TCP (up to %d or %v)",
-			slowdown.PingPongSize, load, p.PingCount, p.PingMax),
-		Params:  map[string]string{"neighbours": strconv.Itoa(neighbours), "count": strconv.Itoa(p.PingCount)},
-		Metrics: []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}},
+		Title:   title,
+		Params:  map[string]string{"neighbours": strconv.Itoa(neighbours), "count": strconv.Itoa(p.PingCount), "transport": t.name()},
+		Metrics: metrics,
+		Procs:   procs,
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
-			rtts, err := slowdown.PingPong(ctx, e.c, p.PingCount, neighbours, p.PingMax)
+			r, err := slowdown.PingPongLoad(ctx, t.over(e), p.PingCount, neighbours, p.PingMax)
 			if err != nil {
 				return nil, err
 			}
-			return sample{
-				mP50: us(slowdown.Percentile(rtts, 50)),
-				mP99: us(slowdown.Percentile(rtts, 99)),
-			}, nil
+			s := sample{
+				mP50: us(slowdown.Percentile(r.RTTs, 50)),
+				mP99: us(slowdown.Percentile(r.RTTs, 99)),
+			}
+			if neighbours > 0 {
+				s[mBulkMBps] = r.BulkMBps()
+			}
+			return s, nil
 		},
 	}
 }

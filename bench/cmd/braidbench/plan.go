@@ -23,6 +23,13 @@ type plan struct {
 	NotifyCounts   []int         `json:"notify_counts"` // messages of the notification runs
 	NotifySizes    []int         `json:"notify_sizes"`
 	ChunkCounts    []int         `json:"chunk_counts"`
+	// The host rows (hostbench): chunks per op, whether the batched
+	// variant runs over the link, and the notifications' count and
+	// sizes.
+	HostChunks      int   `json:"host_chunks"`
+	HostBatched     bool  `json:"host_batched"`
+	HostNotifyCount int   `json:"host_notify_count"`
+	HostNotifySizes []int `json:"host_notify_sizes"`
 }
 
 // The published experiments' sizes.
@@ -42,39 +49,46 @@ func publishedNotifyCounts() []int { return []int{1000, 5000, 10000} }
 
 func defaultPlan() plan {
 	return plan{
-		BulkBytes:      128 << 20,
-		SmallStreams:   100,
-		SmallPerStream: 300,
-		SmallSize:      64,
-		PingCount:      1000,
-		PingMax:        500 * time.Millisecond,
-		PingNeighbours: 10,
-		IdleStreams:    10000,
-		LinkWork:       60 * time.Millisecond,
-		SlowLinkWork:   400 * time.Millisecond,
-		ChunkOps:       10,
-		NotifyCounts:   scaleCounts(publishedNotifyCounts(), 10),
-		NotifySizes:    []int{notifySmall, notifyLarge},
-		ChunkCounts:    []int{25, 120},
+		BulkBytes:       128 << 20,
+		SmallStreams:    100,
+		SmallPerStream:  300,
+		SmallSize:       64,
+		PingCount:       1000,
+		PingMax:         500 * time.Millisecond,
+		PingNeighbours:  10,
+		IdleStreams:     10000,
+		LinkWork:        60 * time.Millisecond,
+		SlowLinkWork:    400 * time.Millisecond,
+		ChunkOps:        10,
+		NotifyCounts:    scaleCounts(publishedNotifyCounts(), 10),
+		NotifySizes:     []int{notifySmall, notifyLarge},
+		ChunkCounts:     []int{25, 120},
+		HostChunks:      120,
+		HostBatched:     true,
+		HostNotifyCount: 100,
+		HostNotifySizes: []int{notifySmall, notifyLarge},
 	}
 }
 
 func quickPlan() plan {
 	return plan{
-		BulkBytes:      32 << 20,
-		SmallStreams:   100,
-		SmallPerStream: 100,
-		SmallSize:      64,
-		PingCount:      300,
-		PingMax:        200 * time.Millisecond,
-		PingNeighbours: 10,
-		IdleStreams:    10000,
-		LinkWork:       20 * time.Millisecond,
-		SlowLinkWork:   150 * time.Millisecond,
-		ChunkOps:       3,
-		NotifyCounts:   scaleCounts(publishedNotifyCounts()[:1], 20),
-		NotifySizes:    []int{notifySmall, notifyLarge},
-		ChunkCounts:    []int{25, 120},
+		BulkBytes:       32 << 20,
+		SmallStreams:    100,
+		SmallPerStream:  100,
+		SmallSize:       64,
+		PingCount:       300,
+		PingMax:         200 * time.Millisecond,
+		PingNeighbours:  10,
+		IdleStreams:     10000,
+		LinkWork:        20 * time.Millisecond,
+		SlowLinkWork:    150 * time.Millisecond,
+		ChunkOps:        3,
+		NotifyCounts:    scaleCounts(publishedNotifyCounts()[:1], 20),
+		NotifySizes:     []int{notifySmall, notifyLarge},
+		ChunkCounts:     []int{25, 120},
+		HostChunks:      120,
+		HostNotifyCount: 20,
+		HostNotifySizes: []int{notifySmall},
 	}
 }
 

@@ -18,9 +18,14 @@ const (
 	publishedNotify256K = 2.8e3
 )
 
+// textWidth is where titles and notes wrap: tables of three metrics are
+// about this wide, and the HTML page shows it whole at 1280 px.
+const textWidth = 160
+
 // writeText prints the report as plain-text tables.
 func writeText(w io.Writer, rep *report) {
 	writeHeader(w, rep)
+	writeVerdict(w, buildVerdict(rep))
 	for _, c := range rep.Cells {
 		if isPacketCell(c) {
 			continue
@@ -54,9 +59,17 @@ func writeHeader(w io.Writer, rep *report) {
 // writeCellTable prints one cell: a row per contender, the columns of
 // each metric.
 func writeCellTable(w io.Writer, c *cellResult) {
-	fmt.Fprintf(w, "\n== %s\n", c.Title)
+	for i, l := range wrap(c.Title, textWidth-3) {
+		if i == 0 {
+			fmt.Fprintf(w, "\n== %s\n", l)
+		} else {
+			fmt.Fprintf(w, "   %s\n", l)
+		}
+	}
 	if c.Note != "" {
-		fmt.Fprintf(w, "   (%s)\n", c.Note)
+		for _, l := range wrap("("+c.Note+")", textWidth-3) {
+			fmt.Fprintf(w, "   %s\n", l)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"contender"}
@@ -64,13 +77,20 @@ func writeCellTable(w io.Writer, c *cellResult) {
 		head = append(head, m.Key+" "+betterArrow(m), "[min-max]", "xtcp", "xyamux")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	na := map[string][]string{} // reason -> contenders
+	var reasons, failures []string
 	for _, r := range c.Results {
 		row := []string{r.Contender}
 		switch {
 		case r.NotApplicable != "":
-			row = append(row, "n/a: "+r.NotApplicable)
+			if na[r.NotApplicable] == nil {
+				reasons = append(reasons, r.NotApplicable)
+			}
+			na[r.NotApplicable] = append(na[r.NotApplicable], r.Contender)
+			continue
 		case r.Failed != "":
-			row = append(row, "FAILED: "+firstLine(r.Failed))
+			failures = append(failures, r.Contender+": "+firstLine(r.Failed))
+			row = append(row, fmt.Sprintf("FAILED [%d]", len(failures)))
 		case len(r.Samples) == 0:
 			row = append(row, "not run")
 		default:
@@ -84,6 +104,35 @@ func writeCellTable(w io.Writer, c *cellResult) {
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+	for _, why := range reasons {
+		fmt.Fprintf(w, "   n/a %s: %s\n", strings.Join(na[why], ", "), why)
+	}
+	for i, f := range failures {
+		for j, l := range wrap(fmt.Sprintf("[%d] %s", i+1, f), textWidth-3) {
+			if j > 0 {
+				l = "    " + l
+			}
+			fmt.Fprintf(w, "   %s\n", l)
+		}
+	}
+}
+
+// writeVerdict prints the verdict table.
+func writeVerdict(w io.Writer, rows []verdictRow) {
+	if len(rows) == 0 {
+		return
+	}
+	won, lost, un := verdictTally(rows)
+	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d, %d not measured\n", won, lost, un)
+	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run. source #12.3: issue 12, target 3; none: no issue names the workload,\n")
+	fmt.Fprintf(w, "   so braid is held to yamux (within %.0f%% is a tie). best other: the best of %s.\n", 100*tieTolerance, strings.Join(bestOthers(), ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tbraid\txyamux\txtcp\ttarget [source]\tresult")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s [%s]\t%s: %s\n", r.Workload, r.Braid,
+			fmtRatio(r.VsYamux), fmtRatio(r.VsRaw), r.Target, r.Source, strings.ToUpper(string(r.Status)), r.Detail)
 	}
 	tw.Flush()
 }

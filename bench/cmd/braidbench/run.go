@@ -62,6 +62,8 @@ func run(ctx context.Context, opts options, prog *progress) (*report, error) {
 		}
 		rep.Cells = append(rep.Cells, cr)
 	}
+	defer stopCells(rep)
+	startCells(ctx, rep, prog)
 	prog.start(opts.Rounds * jobsPerRound(rep))
 	for round := 0; round < opts.Rounds && ctx.Err() == nil; round++ {
 		for i := range rep.Cells {
@@ -76,6 +78,34 @@ func run(ctx context.Context, opts options, prog *progress) (*report, error) {
 	rep.Duration = time.Since(rep.Started)
 	summarize(rep)
 	return rep, nil
+}
+
+// startCells runs every cell's start; a cell whose start fails is failed
+// for every contender.
+func startCells(ctx context.Context, rep *report, prog *progress) {
+	for i := range rep.Cells {
+		c := &rep.Cells[i]
+		if c.start == nil {
+			continue
+		}
+		if err := c.start(ctx); err != nil {
+			prog.logf("%s: %v", c.ID, err)
+			for j := range c.Results {
+				if c.Results[j].NotApplicable == "" {
+					c.Results[j].Failed = err.Error()
+				}
+			}
+		}
+	}
+}
+
+// stopCells runs every cell's stop.
+func stopCells(rep *report) {
+	for _, c := range rep.Cells {
+		if c.stop != nil {
+			c.stop()
+		}
+	}
 }
 
 // jobsPerRound counts the measurements of one round.

@@ -126,7 +126,7 @@ func TestQuickRun(t *testing.T) {
 	})
 
 	t.Run("browser", func(t *testing.T) {
-		checkInBrowser(t, filepath.Join(opts.Out, reportFile), expectedCharts(rep))
+		checkInBrowser(t, filepath.Join(opts.Out, reportFile), rep)
 	})
 }
 
@@ -147,9 +147,11 @@ func chromiumNames() []string { return []string{"chromium", "chromium-browser", 
 const minScreenshot = 20 << 10
 
 // checkInBrowser renders report in headless Chromium and checks that the
-// DOM holds want charts with data marks and that a screenshot shows
-// something.
-func checkInBrowser(t *testing.T, report string, want int) {
+// DOM holds rep's charts with data marks, the layout (no two labels
+// overlap, the verdict table comes first and matches rep; see
+// checkLayout) and that a screenshot shows something.
+func checkInBrowser(t *testing.T, report string, rep *report) {
+	want := expectedCharts(rep)
 	var bin string
 	for _, name := range chromiumNames() {
 		if p, err := exec.LookPath(name); err == nil {
@@ -164,11 +166,11 @@ func checkInBrowser(t *testing.T, report string, want int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	browser := func(extra ...string) []byte {
+	browser := func(page string, extra ...string) []byte {
 		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir=" + t.TempDir()}, extra...)
-		args = append(args, "file://"+abs)
+			"--user-data-dir=" + t.TempDir(), "--window-size=" + browserWindow}, extra...)
+		args = append(args, "file://"+page)
 		ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, args...)
@@ -180,7 +182,7 @@ func checkInBrowser(t *testing.T, report string, want int) {
 		}
 		return out
 	}
-	dom := string(browser("--dump-dom"))
+	dom := string(browser(abs, "--dump-dom"))
 	svgs := regexp.MustCompile(`(?s)<svg[^>]*class="chart".*?</svg>`).FindAllString(dom, -1)
 	withData := 0
 	mark := regexp.MustCompile(`<rect [^>]*data-value="[^"]+"`)
@@ -195,8 +197,9 @@ func checkInBrowser(t *testing.T, report string, want int) {
 	if !strings.Contains(dom, "braidbench") {
 		t.Error("DOM lacks the report's title")
 	}
+	checkLayout(t, parseLayout(t, string(browser(withCheck(t, abs, t.TempDir()), "--dump-dom"))), rep)
 	png := filepath.Join(t.TempDir(), "out.png")
-	browser("--screenshot="+png, "--window-size=1280,2000")
+	browser(abs, "--screenshot="+png)
 	st, err := os.Stat(png)
 	if err != nil {
 		t.Fatal(err)
@@ -205,10 +208,19 @@ func checkInBrowser(t *testing.T, report string, want int) {
 		t.Errorf("screenshot is %d bytes, want at least %d", st.Size(), minScreenshot)
 	}
 	if dir := os.Getenv("BRAIDBENCH_SCREENSHOT_DIR"); dir != "" {
-		b, _ := os.ReadFile(png)
-		_ = os.WriteFile(filepath.Join(dir, "out.png"), b, 0o644)
+		// Keep the screenshot and the page, named by test, to look at.
+		name := strings.NewReplacer("/", "-").Replace(t.Name())
+		for src, dst := range map[string]string{png: name + ".png", abs: name + ".html"} {
+			if b, err := os.ReadFile(src); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, dst), b, 0o644)
+			}
+		}
 	}
 }
+
+// browserWindow is the window the report is laid out in: a laptop's
+// screen, wide enough for the 900 px charts at full size.
+const browserWindow = "1280,2000"
 
 // browserTimeout bounds one headless Chromium run.
 const browserTimeout = 60 * time.Second

@@ -13,7 +13,7 @@ func Braid(coalesce bool) Contender {
 	if !coalesce {
 		name = "braid-nocoalesce"
 	}
-	return BraidConfig(name, func(c *braid.Config) { c.Coalesce = coalesce })
+	return BraidConfig(name, func(c *braid.Config) { c.DisableCoalescing = !coalesce })
 }
 
 // BraidConfig is braid with a default Config changed by tune.

@@ -32,6 +32,9 @@ type Contender struct {
 	Name string
 	// New takes ownership of both conns: client runs over c1, server over c2.
 	New func(c1, c2 net.Conn) (client, server Session, err error)
+	// overTLS, if set, is this contender over TLS (see TLS), for
+	// contenders that make conns of their own.
+	overTLS func() Contender
 }
 
 // countingConn counts the Write calls that reach a conn, for multiplexers

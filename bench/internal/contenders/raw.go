@@ -10,18 +10,39 @@ import (
 
 // RawTCP is the limit every multiplexer is measured against: each "stream"
 // is a TCP connection of its own on loopback, written directly.
+// Over TLS (see TLS) each connection is secured on its own.
 func RawTCP() Contender {
+	c := raw(false)
+	c.overTLS = func() Contender { return raw(true) }
+	return c
+}
+
+// raw is RawTCP, its connections secured with TLS if secure.
+func raw(secure bool) Contender {
 	return Contender{Name: "tcp", New: func(c1, c2 net.Conn) (Session, Session, error) {
 		// The conns given carry nothing; streams get fresh connections.
 		c1.Close()
 		c2.Close()
+		var sec *securer
+		if secure {
+			var err error
+			if sec, err = newSecurer(); err != nil {
+				return nil, nil, err
+			}
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, nil, err
 		}
-		shared := &rawShared{ln: ln, accepted: make(chan net.Conn, rawAcceptBacklog), done: make(chan struct{})}
+		shared := &rawShared{ln: ln, sec: sec, accepted: make(chan halfCloser, rawAcceptBacklog), done: make(chan struct{})}
 		return &rawClient{shared}, &rawServer{shared}, nil
 	}}
+}
+
+// halfCloser is a connection with half-close: *net.TCPConn and *tls.Conn.
+type halfCloser interface {
+	net.Conn
+	CloseWrite() error
 }
 
 // rawAcceptBacklog bounds connections opened and not yet accepted; the
@@ -31,7 +52,8 @@ const rawAcceptBacklog = 1024
 // rawShared is the listener both sides use. Close by either side closes it.
 type rawShared struct {
 	ln       net.Listener
-	accepted chan net.Conn
+	sec      *securer // nil: plain TCP
+	accepted chan halfCloser
 	done     chan struct{} // closed by close
 	writes   atomic.Uint64
 	once     sync.Once
@@ -73,14 +95,20 @@ func (r *rawClient) Open(ctx context.Context) (Stream, error) {
 		return nil, err
 	}
 	r.track(sc)
+	var cc, ac halfCloser = c.(*net.TCPConn), sc.(*net.TCPConn)
+	if r.sec != nil {
+		if cc, ac, err = r.sec.pair(c, sc); err != nil {
+			return nil, err
+		}
+	}
 	select {
-	case r.accepted <- sc:
+	case r.accepted <- ac:
 	default:
 		c.Close()
 		sc.Close()
 		return nil, errors.New("raw tcp: accept backlog full")
 	}
-	return rawStream{c.(*net.TCPConn), &r.writes}, nil
+	return rawStream{cc, &r.writes}, nil
 }
 
 func (r *rawClient) Accept() (Stream, error) {
@@ -98,7 +126,7 @@ func (r *rawServer) Open(context.Context) (Stream, error) {
 func (r *rawServer) Accept() (Stream, error) {
 	select {
 	case c := <-r.accepted:
-		return rawStream{c.(*net.TCPConn), &r.writes}, nil
+		return rawStream{c, &r.writes}, nil
 	case <-r.done:
 		return nil, net.ErrClosed
 	}
@@ -107,11 +135,11 @@ func (r *rawServer) Close() error   { return r.close() }
 func (r *rawServer) Writes() uint64 { return r.writes.Load() }
 
 type rawStream struct {
-	*net.TCPConn
+	halfCloser
 	writes *atomic.Uint64
 }
 
 func (s rawStream) Write(b []byte) (int, error) {
 	s.writes.Add(1)
-	return s.TCPConn.Write(b)
+	return s.halfCloser.Write(b)
 }

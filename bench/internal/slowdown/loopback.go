@@ -2,6 +2,7 @@ package slowdown
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidmux/braid/bench/internal/contenders"
@@ -205,29 +207,59 @@ const PingPongSize = 64
 // same way, and returns them sorted. It stops early after maxTime, with at
 // least one round trip.
 func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) ([]time.Duration, error) {
+	r, err := PingPongLoad(ctx, c, n, neighbours, maxTime)
+	return r.RTTs, err
+}
+
+// PingResult is one PingPongLoad run.
+type PingResult struct {
+	RTTs     []time.Duration // sorted
+	Bulk     int64           // bytes the neighbours' readers read while the round trips ran
+	Duration time.Duration   // time of the round trips
+}
+
+// BulkMBps is the neighbours' goodput during the round trips, in MB/s.
+func (r PingResult) BulkMBps() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Bulk) / r.Duration.Seconds() / 1e6
+}
+
+// PingPongLoad is PingPong that also reports what the neighbours moved
+// meanwhile, so that a muxer can't win the latency by starving bulk.
+func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) (PingResult, error) {
 	p, err := LoopbackPair(ctx, c)
 	if err != nil {
-		return nil, err
+		return PingResult{}, err
 	}
 	defer p.Close()
 	cs, ss, err := p.OpenPair(ctx)
 	if err != nil {
-		return nil, err
+		return PingResult{}, err
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var bulk atomic.Int64
 	defer wg.Wait()
 	defer p.Close() // before wg.Wait: unblocks the bulk streams
 	defer close(stop)
 	for range neighbours {
 		bc, bs, err := p.OpenPair(ctx)
 		if err != nil {
-			return nil, err
+			return PingResult{}, err
 		}
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, _ = io.Copy(io.Discard, bs)
+			buf := make([]byte, LoopbackWrite)
+			for {
+				n, err := bs.Read(buf)
+				bulk.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
 		}()
 		go func() {
 			defer wg.Done()
@@ -258,21 +290,38 @@ func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, ma
 		}
 	}()
 	buf := make([]byte, PingPongSize)
+	// Round trips that don't count until the neighbours have moved
+	// bulkWarmup: their windows grow and their queues fill first.
+	for neighbours > 0 && bulk.Load() < bulkWarmup {
+		if _, err := cs.Write(buf); err != nil {
+			return PingResult{}, ctxErr(ctx, err)
+		}
+		if _, err := io.ReadFull(cs, buf); err != nil {
+			return PingResult{}, ctxErr(ctx, err)
+		}
+	}
 	rtts := make([]time.Duration, 0, n)
+	bulk0 := bulk.Load()
 	start := time.Now()
 	for i := 0; i < n && (i == 0 || time.Since(start) < maxTime); i++ {
 		t0 := time.Now()
 		if _, err := cs.Write(buf); err != nil {
-			return nil, ctxErr(ctx, err)
+			return PingResult{}, ctxErr(ctx, err)
 		}
 		if _, err := io.ReadFull(cs, buf); err != nil {
-			return nil, ctxErr(ctx, err)
+			return PingResult{}, ctxErr(ctx, err)
 		}
 		rtts = append(rtts, time.Since(t0))
 	}
+	d := time.Since(start)
+	moved := bulk.Load() - bulk0
 	slices.Sort(rtts)
-	return rtts, nil
+	return PingResult{RTTs: rtts, Bulk: moved, Duration: d}, nil
 }
+
+// bulkWarmup is what the bulk neighbours move before the first round trip
+// that counts: a few windows each, so that they are in their steady state.
+const bulkWarmup = 16 << 20
 
 // Percentile returns the p-th percentile (0 < p < 100) of sorted.
 func Percentile(sorted []time.Duration, p float64) time.Duration {
@@ -348,4 +397,48 @@ func ctxErr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 	}
 	return err
+}
+
+// notifyHeader is the length prefix of a notification, as a delimited
+// protobuf writer sends it.
+const notifyHeader = 4
+
+// Notify sends count messages of size bytes (plus a 4-byte length prefix,
+// one Write each) at once on one stream of c over loopback TCP, the sender
+// held back only by the transport, and returns the time until the receiver
+// has read them all: the notification scenario of Polkadot's libp2p vs
+// litep2p benchmark "with backpressure".
+func Notify(ctx context.Context, c contenders.Contender, count, size int) (time.Duration, error) {
+	p, err := LoopbackPair(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	cs, ss, err := p.OpenPair(ctx)
+	if err != nil {
+		return 0, err
+	}
+	msg := make([]byte, notifyHeader+size)
+	binary.BigEndian.PutUint32(msg, uint32(size))
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		buf := make([]byte, len(msg))
+		for range count {
+			if _, err := io.ReadFull(ss, buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range count {
+		if _, err := cs.Write(msg); err != nil {
+			return 0, ctxErr(ctx, err)
+		}
+	}
+	if err := <-done; err != nil {
+		return 0, ctxErr(ctx, err)
+	}
+	return time.Since(start), nil
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+)
+
+// cellWith is a cell of workload w with metric m and the given medians by
+// contender, one sample each, summarized.
+func cellWith(id, w string, params map[string]string, m metric, medians map[string]float64) *cellResult {
+	c := &cellResult{cell: cell{ID: id, Workload: w, Params: params, Metrics: []metric{m}, Title: id + ": test"}}
+	for _, e := range allEntries() {
+		r := contenderResult{Contender: e.Name}
+		if v, ok := medians[e.Name]; ok {
+			r.Samples = []sample{{m.Key: v}}
+		}
+		c.Results = append(c.Results, r)
+	}
+	rep := &report{Cells: []cellResult{*c}}
+	summarize(rep)
+	return &rep.Cells[0]
+}
+
+// TestVerdict checks the targets' arithmetic: each direction, the tie
+// band, the best other, absolute bounds and missing figures.
+func TestVerdict(t *testing.T) {
+	rate := metric{Key: mMBps, Unit: "MB/s", Higher: true}
+	lat := metric{Key: mP50, Unit: "µs"}
+	ping := map[string]string{"neighbours": "10"}
+	cases := []struct {
+		name string
+		c    *cellResult
+		want []status
+	}{
+		{"bulk 1.25x yamux meets 1.2x", cellWith("bulk", wBulk, nil, rate, map[string]float64{"braid": 125, yamuxName: 100, rawName: 200}), []status{statusWon}},
+		{"bulk 1.15x yamux misses 1.2x", cellWith("bulk", wBulk, nil, rate, map[string]float64{"braid": 115, yamuxName: 100, rawName: 200}), []status{statusLost}},
+		{"TLS bulk needs 0.9x raw too", cellWith("bulk/tls", wBulk, nil, rate, map[string]float64{"braid": 120, yamuxName: 100, rawName: 140}), []status{statusLost}},
+		{"TLS bulk meets both", cellWith("bulk/tls", wBulk, nil, rate, map[string]float64{"braid": 130, yamuxName: 100, rawName: 140}), []status{statusWon}},
+		{"ping beside bulk: best other is smux", cellWith("ping-bulk", wPing, ping, lat, map[string]float64{
+			"braid": 120, "braid-nocoalesce": 300, yamuxName: 1000, "smux": 200, "hashicorp": 900}), []status{statusLost}},
+		{"ping beside bulk: half the best other", cellWith("ping-bulk", wPing, ping, lat, map[string]float64{
+			"braid": 99, "braid-nocoalesce": 300, yamuxName: 1000, "smux": 200, "hashicorp": 900}), []status{statusWon}},
+		{"ping beside bulk: coalescing worse than off", cellWith("ping-bulk", wPing, ping, lat, map[string]float64{
+			"braid": 99, "braid-nocoalesce": 90, yamuxName: 1000, "smux": 200, "hashicorp": 900}), []status{statusLost}},
+		{"tie within 1% is no worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
+			map[string]float64{"braid": 100.9, yamuxName: 100}), []status{statusWon}},
+		{"2% over is worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
+			map[string]float64{"braid": 102, yamuxName: 100}), []status{statusLost}},
+		{"idle heap absolute bound", cellWith("idle", wIdle, nil, metric{Key: mHeap, Unit: "B"}, map[string]float64{"braid": 1025, yamuxName: 2000}), []status{statusLost}},
+		{"braid missing", cellWith("bulk", wBulk, nil, rate, map[string]float64{yamuxName: 100}), []status{statusUnmeasured}},
+		{"reference missing", cellWith("bulk", wBulk, nil, rate, map[string]float64{"braid": 100}), []status{statusUnmeasured}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []status
+			for _, tg := range targetsFor(tc.c) {
+				r := cellVerdict(tc.c, tg)
+				got = append(got, r.Status)
+				if r.Detail == "" || r.Target == "" {
+					t.Errorf("row %+v lacks its detail or target", r)
+				}
+			}
+			if len(tc.want) == 1 && len(got) > 1 {
+				// Ping beside bulk judges p50 and p99; the cell has p50 only.
+				got = got[:1]
+			}
+			if len(got) != len(tc.want) || got[0] != tc.want[0] {
+				t.Errorf("statuses %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAxis checks the scale choices: a log axis for medians far apart,
+// decade ticks on it, a linear axis with ticks covering the range, and a
+// whisker far beyond the medians clipped with its range in the label.
+func TestAxis(t *testing.T) {
+	wide := chart{Groups: []barGroup{{Bars: []bar{{Series: "a", Value: 0.001, Min: 0.001, Max: 0.004}, {Series: "b", Value: 2, Min: 2, Max: 2}}}}}
+	a := wide.makeAxis()
+	if !a.log || a.lo >= 0.001 || a.hi < 2 {
+		t.Errorf("medians 0.001 and 2: axis %+v, want a log axis covering both with room below 0.001", a)
+	}
+	for _, tk := range a.ticks() {
+		if d := math.Log10(tk); math.Abs(d-math.Round(d)) > 1e-9 && a.hi/a.lo > 1000 {
+			t.Errorf("log tick %v is not a decade", tk)
+		}
+	}
+	narrow := chart{Groups: []barGroup{{Bars: []bar{{Series: "a", Value: 24.2, Min: 20, Max: 20600}, {Series: "b", Value: 60, Min: 50, Max: 70}}}}}
+	a = narrow.makeAxis()
+	if a.log || a.hi > 2*clipFactor*60 || a.lo != 0 {
+		t.Errorf("medians 24.2 and 60 with a 20.6k whisker: axis %+v, want linear from 0, clipped near the medians", a)
+	}
+	ticks := a.ticks()
+	if len(ticks) < 3 || ticks[0] != 0 || ticks[len(ticks)-1] != a.hi {
+		t.Errorf("ticks %v of axis %+v: want at least 3 from 0 to the end", ticks, a)
+	}
+	label, clipped := narrow.label(a, narrow.Groups[0].Bars[0])
+	if !clipped || !strings.Contains(label, "20.6k") {
+		t.Errorf("label %q (clipped %v): want the clipped whisker's range printed", label, clipped)
+	}
+	svg := string(narrow.render([]string{"a", "b"}))
+	for _, want := range []string{`class="clip"`, `class="grid"`, `class="tick"`} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart lacks %s", want)
+		}
+	}
+	// A slowdown of +0.02 % beside +20 %: a linear axis, a bar under 3 px.
+	lin := chart{Percent: true, Groups: []barGroup{{Bars: []bar{{Series: "a", Value: 0.0002, Min: 0.0002, Max: 0.0002}, {Series: "b", Value: 0.2, Min: 0.2, Max: 0.2}}}}}
+	if s := string(lin.render([]string{"a", "b"})); !strings.Contains(s, `class="tiny"`) {
+		t.Error("a bar under 3 px has no marker")
+	}
+}
+
+// TestReportText checks that the terminal output opens with the verdict
+// and that the HTML's charts don't repeat their titles as subtitles or
+// group labels, and label notifications "count x size KiB".
+func TestReportText(t *testing.T) {
+	opts := testOptions(t)
+	rep := &report{Options: opts, Contenders: selectEntries(nil), Complete: true}
+	for _, c := range buildCells(opts) {
+		cr := cellResult{cell: c}
+		for _, e := range rep.Contenders {
+			r := contenderResult{Contender: e.Name}
+			if c.na != nil {
+				r.NotApplicable = c.na(e)
+			}
+			if r.NotApplicable == "" {
+				s := sample{}
+				for _, m := range c.Metrics {
+					s[m.Key] = 1 + float64(len(e.Name))
+				}
+				r.Samples = []sample{s}
+			}
+			cr.Results = append(cr.Results, r)
+		}
+		rep.Cells = append(rep.Cells, cr)
+	}
+	summarize(rep)
+	var text bytes.Buffer
+	writeText(&text, rep)
+	v := strings.Index(text.String(), "== Verdict")
+	first := strings.Index(text.String(), "== "+rep.Cells[0].Title)
+	if v < 0 || first < 0 || v > first {
+		t.Errorf("verdict at %d, first table at %d: want the verdict first", v, first)
+	}
+	var page bytes.Buffer
+	if err := writeHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "KiB KiB") {
+		t.Error(`the page says "KiB KiB"`)
+	}
+	charted := map[string]bool{}
+	for _, s := range buildSections(rep) {
+		for _, c := range s.charts {
+			for _, id := range c.Cells {
+				charted[id] = true
+			}
+			if c.Sub != "" && strings.Contains(strings.ToLower(c.Sub), strings.ToLower(c.Title)) {
+				t.Errorf("chart %q repeats its title in its subtitle %q", c.Title, c.Sub)
+			}
+			if c.Title == s.title {
+				t.Errorf("chart %q repeats its section's title", c.Title)
+			}
+			for _, g := range c.Groups {
+				if g.Label != "" && strings.Contains(strings.ToLower(g.Label), strings.ToLower(c.Title)) {
+					t.Errorf("chart %q repeats its title in group label %q", c.Title, g.Label)
+				}
+			}
+		}
+	}
+	for _, c := range rep.Cells {
+		if !charted[c.ID] {
+			t.Errorf("cell %s is in no chart", c.ID)
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// The verdict opens the report: for each workload braid's figure, its
+// ratio to go-yamux and to the raw limit, and whether it meets the target
+// the issues set (#12: the writer under load; #15: flow control and
+// memory). A workload no issue names is held to "no worse than go-yamux".
+
+// status is the outcome of one verdict row.
+type status string
+
+const (
+	statusWon        status = "won"
+	statusLost       status = "lost"
+	statusUnmeasured status = "not measured"
+)
+
+// verdictRow is one workload's line of the verdict.
+type verdictRow struct {
+	CellID   string   `json:"cell"`
+	Workload string   `json:"workload"`
+	Metric   string   `json:"metric"`
+	Braid    string   `json:"braid"` // braid's figure, formatted
+	VsYamux  *float64 `json:"vs_yamux,omitempty"`
+	VsRaw    *float64 `json:"vs_tcp,omitempty"`
+	Target   string   `json:"target"`
+	Source   string   `json:"source"`
+	Status   status   `json:"status"`
+	Detail   string   `json:"detail"` // the figures behind the status
+}
+
+// condition is one bound of a target: braid's median over ref's median
+// (or braid's median itself, for an absolute bound) at most or at least
+// factor.
+type condition struct {
+	ref    string // a contender, refBestOther, or "" for an absolute bound
+	atMost bool
+	factor float64
+	unit   string // of an absolute bound
+}
+
+// refBestOther stands for the best of go-yamux, smux and hashicorp/yamux
+// in the same run (#12 target 1).
+const refBestOther = "best other"
+
+// bestOthers are the contenders refBestOther picks from.
+func bestOthers() []string { return []string{yamuxName, "smux", "hashicorp"} }
+
+// target is what a workload's metric must meet.
+type target struct {
+	metric string
+	conds  []condition
+	source string
+}
+
+// noTarget is the source of the default target.
+const noTarget = "none"
+
+// tieTolerance is how far over a "no worse than" bound (factor 1) braid
+// may be and still meet it: two medians within 1 % are a tie, not a loss
+// (a link-bound workload takes the same time for every muxer to the
+// microsecond, and which is ahead is chance).
+const tieTolerance = 0.01
+
+// defaultTarget holds m to no worse than go-yamux.
+func defaultTarget(m metric) target {
+	return target{metric: m.Key, conds: []condition{{ref: yamuxName, atMost: !m.Higher, factor: 1}}, source: noTarget}
+}
+
+// isTLS tells whether a cell runs over TLS (the writer issue's rows).
+func isTLS(c *cellResult) bool {
+	return strings.Contains(strings.ToLower(c.ID), "tls") || c.Params["security"] == "tls" || c.Params["conn"] == "tls"
+}
+
+// targetsFor returns the targets of cell c: #12 and #15 where they name
+// the workload, else no worse than go-yamux on c's first metric.
+func targetsFor(c *cellResult) []target {
+	if len(c.Metrics) == 0 {
+		return nil
+	}
+	first := c.Metrics[0]
+	atLeast := func(ref string, f float64) condition { return condition{ref: ref, factor: f} }
+	atMost := func(ref string, f float64) condition { return condition{ref: ref, atMost: true, factor: f} }
+	switch c.Workload {
+	case wBulk:
+		if isTLS(c) {
+			return []target{{mMBps, []condition{atLeast(yamuxName, 1.1), atLeast(rawName, 0.9)}, "#12.2 (TLS)"}}
+		}
+		return []target{{mMBps, []condition{atLeast(yamuxName, 1.2)}, "#12.2"}}
+	case wSmall:
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 10)}, "#12.4"}}
+	case wPing:
+		if c.Params["neighbours"] == "0" {
+			return []target{{mP50, []condition{atMost(yamuxName, 1)}, "#12.4"}}
+		}
+		conds := []condition{atMost(refBestOther, 0.5), atMost("braid-nocoalesce", 1)}
+		return []target{{mP50, conds, "#12.1"}, {mP99, conds, "#12.1"}}
+	case wIdle:
+		return []target{{mHeap, []condition{{atMost: true, factor: 1024, unit: "B"}}, "#12.4"}}
+	case wNotify:
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12.3"}}
+	case wHostNotify:
+		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3, vs yamux only"}}
+	case wChunks, wHostChunks:
+		if c.Params["latency"] == chunkLatency.String() {
+			if c.Params["n"] == "120" && c.Params["mode"] == "single" {
+				return []target{{mTimeOp, []condition{atMost(rawName, 1.1)}, "#15.1"}}
+			}
+			return []target{{mTimeOp, []condition{atMost(yamuxName, 1)}, "#15.1"}}
+		}
+	}
+	return []target{defaultTarget(first)}
+}
+
+// buildVerdict makes the verdict's rows: a row per target of every cell
+// but the slowdown matrices, which get a row per workload and link.
+func buildVerdict(rep *report) []verdictRow {
+	var rows []verdictRow
+	var packets []matrixKey
+	for i := range rep.Cells {
+		c := &rep.Cells[i]
+		if isPacketCell(*c) {
+			k := matrixKey{c.Workload, c.Params["link"]}
+			if !slices.Contains(packets, k) {
+				packets = append(packets, k)
+				rows = append(rows, packetVerdict(rep, k))
+			}
+			continue
+		}
+		ts := targetsFor(c)
+		for _, t := range ts {
+			r := cellVerdict(c, t)
+			if len(ts) > 1 {
+				// Name the metric where a workload has a row per metric.
+				name, _, _ := strings.Cut(t.metric, " ")
+				r.Workload += ", " + name
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// cellVerdict judges metric t.metric of c.
+func cellVerdict(c *cellResult, t target) verdictRow {
+	m := metric{Key: t.metric}
+	for _, x := range c.Metrics {
+		if x.Key == t.metric {
+			m = x
+		}
+	}
+	row := verdictRow{CellID: c.ID, Workload: shortName(c), Metric: t.metric, Source: t.source,
+		Target: describeTarget(t.conds, m), Braid: "-"}
+	b := c.result("braid")
+	if b == nil || !b.ok() {
+		row.Status = statusUnmeasured
+		row.Detail = "braid has no figure"
+		if b != nil && b.Failed != "" {
+			row.Detail = "braid failed: " + shorten(firstLine(b.Failed), verdictReason)
+		}
+		return row
+	}
+	s, ok := b.Summary[t.metric]
+	if !ok {
+		row.Status, row.Detail = statusUnmeasured, "braid has no "+t.metric
+		return row
+	}
+	row.Braid = fmtNum(s.Median) + " " + m.Unit
+	row.VsYamux, row.VsRaw = s.VsYamux, s.VsRaw
+	row.Status, row.Detail = judge(t.conds, m, s.Median, func(ref string) (float64, string, bool) {
+		return refMedian(c, ref, m)
+	})
+	return row
+}
+
+// refMedian is ref's median of m in c and the contender it came from.
+func refMedian(c *cellResult, ref string, m metric) (float64, string, bool) {
+	names := []string{ref}
+	if ref == refBestOther {
+		names = bestOthers()
+	}
+	best, who, found := 0.0, "", false
+	for _, n := range names {
+		r := c.result(n)
+		if r == nil || !r.ok() {
+			continue
+		}
+		s, ok := r.Summary[m.Key]
+		if !ok {
+			continue
+		}
+		if !found || (m.Higher && s.Median > best) || (!m.Higher && s.Median < best) {
+			best, who, found = s.Median, n, true
+		}
+	}
+	return best, who, found
+}
+
+// judge checks braid's value v against conds; ref resolves a reference's
+// median. Every condition must hold to win.
+func judge(conds []condition, m metric, v float64, ref func(string) (float64, string, bool)) (status, string) {
+	var parts []string
+	st := statusWon
+	for _, cd := range conds {
+		got := v
+		what := fmtNum(v) + " " + cd.unit
+		if cd.ref != "" {
+			r, who, ok := ref(cd.ref)
+			if !ok || r == 0 {
+				return statusUnmeasured, cd.ref + " has no figure"
+			}
+			got = v / r
+			what = fmt.Sprintf("%.2fx %s", got, who)
+		}
+		holds := got >= cd.factor
+		if cd.atMost {
+			holds = got <= cd.factor
+		}
+		if cd.ref != "" && cd.factor == 1 {
+			holds = got >= 1-tieTolerance
+			if cd.atMost {
+				holds = got <= 1+tieTolerance
+			}
+		}
+		if !holds {
+			st = statusLost
+			what += " ✗"
+		} else {
+			what += " ✓"
+		}
+		parts = append(parts, strings.TrimSpace(what))
+	}
+	return st, strings.Join(parts, "; ")
+}
+
+// describeTarget says conds in words.
+func describeTarget(conds []condition, m metric) string {
+	var parts []string
+	for _, cd := range conds {
+		op := "≥"
+		if cd.atMost {
+			op = "≤"
+		}
+		switch cd.ref {
+		case "":
+			parts = append(parts, fmt.Sprintf("%s %s %s", op, fmtNum(cd.factor), cd.unit))
+		case refBestOther:
+			parts = append(parts, fmt.Sprintf("%s %gx best other", op, cd.factor))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %gx %s", op, cd.factor, cd.ref))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// packetVerdict judges braid on one slowdown workload and link: its time
+// against go-yamux's at every GOMAXPROCS (no issue sets a target there),
+// reported at the GOMAXPROCS where braid fares worst.
+func packetVerdict(rep *report, k matrixKey) verdictRow {
+	row := verdictRow{CellID: "", Workload: k.workload + " on " + k.link, Metric: "slowdown",
+		Target: "≤ 1x yamux at each GOMAXPROCS", Source: noTarget, Braid: "-", Status: statusUnmeasured}
+	worst := math.Inf(-1)
+	var procs []string
+	for i := range rep.Cells {
+		c := &rep.Cells[i]
+		if !isPacketCell(*c) || c.Workload != k.workload || c.Params["link"] != k.link {
+			continue
+		}
+		if row.CellID == "" {
+			row.CellID = c.ID
+		}
+		b, raw := c.result("braid"), c.result(rawName)
+		if b == nil || !b.ok() || raw == nil || !raw.ok() {
+			row.Detail = "braid or tcp has no figure at GOMAXPROCS " + c.Params["gomaxprocs"]
+			return row
+		}
+		s := b.Summary[mTime]
+		if s.VsYamux == nil {
+			row.Detail = "yamux has no figure at GOMAXPROCS " + c.Params["gomaxprocs"]
+			return row
+		}
+		mark := "✓"
+		if *s.VsYamux > 1+tieTolerance {
+			mark = "✗"
+		}
+		procs = append(procs, fmt.Sprintf("P%s %.2fx %s", c.Params["gomaxprocs"], *s.VsYamux, mark))
+		if *s.VsYamux > worst {
+			worst = *s.VsYamux
+			per := perRoundSlowdown(b, raw)
+			row.Braid = fmtPercent(median(per)) + " (P" + c.Params["gomaxprocs"] + ")"
+			row.VsYamux, row.VsRaw = s.VsYamux, s.VsRaw
+		}
+	}
+	if len(procs) == 0 {
+		return row
+	}
+	row.Status = statusWon
+	if worst > 1+tieTolerance {
+		row.Status = statusLost
+	}
+	row.Detail = strings.Join(procs, ", ")
+	return row
+}
+
+// shortName names c's workload in a few words, for the verdict.
+func shortName(c *cellResult) string {
+	p := c.Params
+	var s string
+	switch c.Workload {
+	case wBulk:
+		s = "Bulk, one stream"
+	case wSmall:
+		s = fmt.Sprintf("%s streams x %s B messages", p["streams"], p["size"])
+	case wPing:
+		s = "Ping-pong, idle"
+		if p["neighbours"] != "0" {
+			s = "Ping-pong beside " + p["neighbours"] + " bulk streams"
+		}
+	case wIdle:
+		s = "Heap per idle stream"
+	case wChunks:
+		s = fmt.Sprintf("Chunks, n=%s %s, %s", p["n"], p["mode"], p["latency"])
+	case wNotify:
+		s = "Notifications, " + notifyLabel(c)
+	case wHostChunks:
+		s = fmt.Sprintf("Hosts: chunks, n=%s %s, %s", p["n"], p["mode"], p["latency"])
+	case wHostNotify:
+		s = "Hosts: notifications, " + notifyLabel(c)
+		if p["link"] != "" && p["link"] != "loopback" {
+			s += ", " + p["link"]
+		}
+	default:
+		s = c.ID
+	}
+	if isTLS(c) && !strings.Contains(s, "TLS") {
+		s += ", TLS"
+	}
+	return s
+}
+
+// notifyLabel is "count x size KiB" of a notification cell.
+func notifyLabel(c *cellResult) string {
+	var size int
+	fmt.Sscan(c.Params["size"], &size)
+	return fmt.Sprintf("%s x %d KiB", c.Params["count"], size>>10)
+}
+
+// verdictReason bounds a failure's reason in the verdict; the cell's own
+// table has all of it.
+const verdictReason = 60
+
+// shorten cuts s to n characters, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// verdictTally counts the rows by status.
+func verdictTally(rows []verdictRow) (won, lost, unmeasured int) {
+	for _, r := range rows {
+		switch r.Status {
+		case statusWon:
+			won++
+		case statusLost:
+			lost++
+		default:
+			unmeasured++
+		}
+	}
+	return won, lost, unmeasured
+}

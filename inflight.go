@@ -1,0 +1,185 @@
+package braid
+
+import (
+	"time"
+)
+
+// The connection-level bound on bytes in flight (send side).
+//
+// A small frame queued beside bulk data waits behind every byte ahead of
+// it in a FIFO it can't overtake: the kernel's send queue and, on a fast
+// link where the peer's read loop is the bottleneck, the peer's socket
+// receive queue, megabytes on loopback. Per-stream windows don't bound
+// their sum. So the writer keeps the bytes of stream data it wrote and the
+// peer has not yet read off the conn under a budget, and the rest waits in
+// the streams' queues, where the scheduler puts a small frame first.
+//
+// What the peer has read is learned in-protocol, with any yamux peer: the
+// writer follows its data with a ping (a marker) every markerEvery bytes;
+// the peer's read loop answers it when it reaches it, so its pong says every
+// byte before the marker left the conn. The budget covers the path's
+// bandwidth-delay product at inflightRate, at least minInflight. It is on
+// only once the peer has answered a ping (the session's first RTT ping), so
+// a peer that doesn't answer pings never stalls; and if markers go
+// unanswered for markerTimeout while data waits, the bound is switched off
+// for the session (go-yamux drops pongs when its backlog is full).
+
+const (
+	// minInflight is the least budget: enough to keep a loopback peer's
+	// read loop busy across the pong's return trip, small enough that a
+	// small frame behind it waits tens of microseconds at GB/s.
+	minInflight = 192 * 1024
+	// inflightRate is the rate the budget covers a round trip of:
+	// 10 Gbit/s. Faster paths with long round trips are limited to
+	// budget/RTT.
+	inflightRate = 10e9 / 8
+	// copySlack is room beyond the budget for copied (small) frames, so
+	// that a small message beside bulk doesn't wait for a marker's pong:
+	// bulk Writes go by reference, and only they wait at the budget.
+	copySlack = 16 * 1024
+	// markersPerBudget is how many markers a full budget carries, so that
+	// the budget frees in steps of a quarter.
+	markersPerBudget = 4
+	// maxMarkers bounds markers outstanding; the peer answers each with a
+	// pong, and braid answers at most maxQueuedPongs at once.
+	maxMarkers = 2 * markersPerBudget
+	// markerFlag marks the ping ids of markers; the session's own pings
+	// count up from 1 and never reach it.
+	markerFlag = 1 << 31
+	// minMarkerTimeout is the least time markers may go unanswered
+	// while data waits before the bound is switched off.
+	minMarkerTimeout = 100 * time.Millisecond
+	// markerTimeoutRTTs is the same in round trips, for long links.
+	markerTimeoutRTTs = 8
+)
+
+// marker is a ping sent after offset bytes of stream data.
+type marker struct {
+	id     uint32
+	offset uint64
+}
+
+// inflight is the writer's bound state. Guarded by writer.mu.
+type inflight struct {
+	off      bool     // the peer dropped markers: no bound
+	sent     uint64   // stream data bytes taken into writes
+	acked    uint64   // of them, read by the peer (the last answered marker)
+	marked   uint64   // sent when the last marker was queued
+	markers  []marker // outstanding, oldest first
+	seq      uint32   // the last marker id's sequence number
+	budget   int      // current bound; 0 while off or unknown
+	blocked  bool     // data waits for the budget
+	timer    *time.Timer
+	timerAck uint64 // acked when the timer was armed
+}
+
+// room returns how many bytes of stream data the next batch may take; a
+// negative value means no bound. mu held.
+func (f *inflight) room() int { return f.roomFor(0) }
+
+// roomFor is room with extra bytes beyond the budget. mu held.
+func (f *inflight) roomFor(extra int) int {
+	if f.budget <= 0 || f.off {
+		return -1
+	}
+	return max(0, f.budget+extra-int(f.sent-f.acked))
+}
+
+// setBudget sizes the budget from the round trip; rtt 0 (no pong yet)
+// leaves it off. mu held.
+func (f *inflight) setBudget(rtt time.Duration) {
+	if rtt <= 0 {
+		f.budget = 0
+		return
+	}
+	f.budget = max(minInflight, int(rtt.Seconds()*inflightRate))
+}
+
+// took accounts n bytes of stream data taken into a write, and tells
+// whether a marker must follow them. mu held.
+func (f *inflight) took(n int) bool {
+	f.sent += uint64(n)
+	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers {
+		return false
+	}
+	return f.sent-f.marked >= uint64(f.budget/markersPerBudget)
+}
+
+// mark returns a new marker's ping id for the bytes sent so far. mu held.
+func (f *inflight) mark() uint32 {
+	f.seq++
+	id := markerFlag | f.seq&^markerFlag
+	f.markers = append(f.markers, marker{id: id, offset: f.sent})
+	f.marked = f.sent
+	return id
+}
+
+// answered handles the pong of marker id; it reports whether budget freed
+// up. mu held.
+func (f *inflight) answered(id uint32) bool {
+	for i, m := range f.markers {
+		if m.id == id {
+			f.acked = max(f.acked, m.offset)
+			n := copy(f.markers, f.markers[i+1:])
+			clear(f.markers[n:])
+			f.markers = f.markers[:n]
+			return true
+		}
+	}
+	return false
+}
+
+// isMarker tells whether a ping id is one of the writer's markers.
+func isMarker(id uint32) bool { return id&markerFlag != 0 }
+
+// markerAnswered is called by the read loop with a marker's pong.
+func (w *writer) markerAnswered(id uint32) {
+	w.mu.Lock()
+	if w.bound.answered(id) && w.bound.blocked {
+		w.bound.blocked = false
+		w.signal()
+	}
+	w.mu.Unlock()
+}
+
+// armMarkerTimer starts the timer that switches the bound off if no marker
+// is answered while data waits. At most one runs; it is armed only while
+// the bound holds data back. mu held.
+func (w *writer) armMarkerTimer() {
+	f := &w.bound
+	if f.timer != nil {
+		return
+	}
+	f.timerAck = f.acked
+	d := minMarkerTimeout
+	if w.peerRTT != nil {
+		d = max(d, markerTimeoutRTTs*w.peerRTT())
+	}
+	f.timer = time.AfterFunc(d, w.markerTimeout)
+}
+
+// markerTimeout runs on the marker timer.
+func (w *writer) markerTimeout() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := &w.bound
+	f.timer = nil
+	if f.acked != f.timerAck || !f.blocked {
+		if f.blocked {
+			w.armMarkerTimer() // progress: watch the next stretch
+		}
+		return
+	}
+	f.off = true // the peer doesn't answer: no bound
+	f.blocked = false
+	f.markers = nil
+	w.signal()
+}
+
+// stopMarkerTimer stops the marker timer, when the writer ends. mu held.
+func (w *writer) stopMarkerTimer() {
+	if w.bound.timer != nil {
+		w.bound.timer.Stop()
+		w.bound.timer = nil
+	}
+}

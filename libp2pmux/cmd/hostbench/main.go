@@ -1,0 +1,97 @@
+// Command hostbench runs one of braidbench's seed scenarios between two
+// real go-libp2p hosts (TCP and noise, on loopback or through a simulated
+// link) and prints what it measured as one JSON object on stdout.
+//
+// braidbench runs it for its host rows; it lives in the libp2pmux module
+// so that the bench module never imports go-libp2p. Run by hand:
+//
+//	go run ./libp2pmux/cmd/hostbench -scenario chunks -muxer braid -n 120 -latency 200ms -bandwidth 1e9
+//
+// The output is {"elapsed_ns":..., "ops":..., "alloc_bytes":..., "allocs":...}:
+// the wall time of the timed ops (chunks) or messages (notify), and the
+// heap allocations of the whole process meanwhile.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/braidmux/braid/libp2pmux/internal/hostbench"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// defaultTimeout bounds one measurement.
+const defaultTimeout = time.Minute
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	spec, timeout, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "hostbench:", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, fmt.Errorf("timed out after %v", timeout))
+	defer cancel()
+	res, err := hostbench.Run(ctx, spec)
+	if err != nil {
+		fmt.Fprintln(stderr, "hostbench:", err)
+		return exitFailure
+	}
+	if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		fmt.Fprintln(stderr, "hostbench:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func parseFlags(args []string, stderr io.Writer) (hostbench.Spec, time.Duration, error) {
+	fs := flag.NewFlagSet("hostbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s hostbench.Spec
+	var scenario, muxer string
+	var bandwidth float64
+	fs.StringVar(&scenario, "scenario", string(hostbench.Chunks), "chunks or notify")
+	fs.StringVar(&muxer, "muxer", string(hostbench.Braid), "braid, braid-nocoalesce, yamux or tcp (no libp2p)")
+	fs.Float64Var(&bandwidth, "bandwidth", 0, "link bandwidth in bit/s (0: no limit)")
+	fs.DurationVar(&s.Link.Latency, "latency", 0, "link one-way latency (0 with no bandwidth: plain loopback)")
+	fs.DurationVar(&s.Link.Jitter, "jitter", 0, "link jitter")
+	fs.Float64Var(&s.Link.Loss, "loss", 0, "link packet loss, 0 to 1")
+	fs.Int64Var(&s.Link.Seed, "seed", 0, "seed of the link's jitter and loss")
+	fs.IntVar(&s.N, "n", 120, "chunks: chunks per op")
+	fs.BoolVar(&s.Batched, "batched", false, "chunks: deliver 25 chunks per message")
+	fs.IntVar(&s.Warmup, "warmup", 0, "chunks: untimed ops first")
+	fs.IntVar(&s.Ops, "ops", 1, "chunks: timed ops")
+	fs.IntVar(&s.Count, "count", 100, "notify: messages")
+	fs.IntVar(&s.Size, "size", 64<<10, "notify: bytes per message")
+	timeout := fs.Duration("timeout", defaultTimeout, "longest the measurement may take")
+	if err := fs.Parse(args); err != nil {
+		return s, 0, err
+	}
+	if fs.NArg() > 0 {
+		return s, 0, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *timeout <= 0 {
+		return s, 0, errors.New("-timeout must be positive")
+	}
+	s.Scenario, s.Muxer = hostbench.Scenario(scenario), hostbench.Muxer(muxer)
+	s.Link.Bandwidth = int64(bandwidth)
+	return s, *timeout, s.Validate()
+}

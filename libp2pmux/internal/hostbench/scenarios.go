@@ -1,0 +1,172 @@
+package hostbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sizes of the pullsync messages (bee's pb.Offer, pb.Want, pb.Delivery).
+const (
+	chunkSize  = 4 * 1024 // a Swarm chunk
+	chunkBatch = 25       // chunks per batched delivery message
+	addrSize   = 32       // a chunk address
+	getSize    = 16       // a Get request: bin, start, end
+	chunkEntry = addrSize + chunkSize
+)
+
+// runChunks runs s.Warmup untimed and s.Ops timed chunk-delivery ops, one
+// after another on one connection, a new stream each.
+func runChunks(ctx context.Context, s Spec) (Result, error) {
+	ep, err := newEndpoints(ctx, s, func(st stream) error { return serveChunkOp(st, s.N, s.Batched) })
+	if err != nil {
+		return Result{}, err
+	}
+	defer ep.close()
+	op := func() error {
+		if err := chunkOp(ctx, ep, s.N); err != nil {
+			return ep.serverError(err)
+		}
+		return nil
+	}
+	for range s.Warmup {
+		if err := op(); err != nil {
+			return Result{}, err
+		}
+	}
+	return measure(s.Ops, func() error {
+		for range s.Ops {
+			if err := op(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// chunkOp is the client's side of one op.
+func chunkOp(ctx context.Context, ep *endpoints, n int) error {
+	st, err := ep.open(ctx)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer st.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(d)
+	}
+	if _, err := st.Write(newFrame(getSize)); err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	offer, err := readFrame(st)
+	if err != nil {
+		return fmt.Errorf("offer: %w", err)
+	}
+	if len(offer) != n*addrSize {
+		return fmt.Errorf("offer of %d bytes, want %d", len(offer), n*addrSize)
+	}
+	want := newFrame((n + 7) / 8)
+	for i := frameHeader; i < len(want); i++ {
+		want[i] = 0xff
+	}
+	if _, err := st.Write(want); err != nil {
+		return fmt.Errorf("want: %w", err)
+	}
+	for got := 0; got < n; {
+		m, err := readFrame(st)
+		if err != nil {
+			return fmt.Errorf("delivery after %d chunks: %w", got, err)
+		}
+		if len(m) == 0 || len(m)%chunkEntry != 0 {
+			return fmt.Errorf("delivery of %d bytes", len(m))
+		}
+		got += len(m) / chunkEntry
+	}
+	return nil
+}
+
+// serveChunkOp is the server's side of one op.
+func serveChunkOp(st stream, n int, batched bool) error {
+	if _, err := readFrame(st); err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	if _, err := st.Write(newFrame(n * addrSize)); err != nil {
+		return err
+	}
+	if _, err := readFrame(st); err != nil {
+		return fmt.Errorf("want: %w", err)
+	}
+	per := 1
+	if batched {
+		per = chunkBatch
+	}
+	for i := 0; i < n; i += per {
+		k := min(per, n-i)
+		// A fresh message per delivery, as marshalling one allocates it.
+		if _, err := st.Write(newFrame(k * chunkEntry)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runNotify opens one stream, waits until the server has it, then writes
+// s.Count messages of s.Size bytes at once and times until the server has
+// read them all.
+func runNotify(ctx context.Context, s Spec) (Result, error) {
+	ready := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	handler := func(st stream) error {
+		if _, err := readFrame(st); err != nil {
+			return fmt.Errorf("hello: %w", err)
+		}
+		ready <- struct{}{}
+		for i := range s.Count {
+			m, err := readFrame(st)
+			if err == nil && len(m) != s.Size {
+				err = fmt.Errorf("message of %d bytes, want %d", len(m), s.Size)
+			}
+			if err != nil {
+				err = fmt.Errorf("message %d: %w", i, err)
+				done <- err
+				return err
+			}
+		}
+		done <- nil
+		return nil
+	}
+	ep, err := newEndpoints(ctx, s, handler)
+	if err != nil {
+		return Result{}, err
+	}
+	defer ep.close()
+	st, err := ep.open(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("open: %w", err)
+	}
+	defer st.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(d)
+	}
+	if _, err := st.Write(newFrame(0)); err != nil {
+		return Result{}, fmt.Errorf("hello: %w", err)
+	}
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return Result{}, ep.serverError(context.Cause(ctx))
+	}
+	msg := newFrame(s.Size)
+	return measure(s.Count, func() error {
+		for i := range s.Count {
+			if _, err := st.Write(msg); err != nil {
+				return ep.serverError(fmt.Errorf("message %d: %w", i, err))
+			}
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return errors.Join(context.Cause(ctx), ep.serverError(errors.New("server had not read every message")))
+		}
+	})
+}

@@ -1,0 +1,151 @@
+// Package hostbench runs braidbench's seed scenarios where their authors
+// ran them: between two real go-libp2p hosts in one process, over TCP and
+// noise, on loopback or through a shaped link. It compares braid's
+// libp2pmux with go-libp2p's stock yamux, and both with a raw TCP
+// connection that carries the same messages without libp2p.
+//
+// The package lives in the libp2pmux module because it imports go-libp2p;
+// braidbench (in the bench module, which must not) runs it as a separate
+// program, cmd/hostbench, and reads its result.
+package hostbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/braidmux/braid/slowconn"
+)
+
+// Muxer names the stream multiplexer a host pair uses.
+type Muxer string
+
+// The muxers a Spec can name.
+const (
+	// Braid is libp2pmux.DefaultTransport: braid with coalescing on.
+	Braid Muxer = "braid"
+	// BraidNoCoalesce is braid with write coalescing off.
+	BraidNoCoalesce Muxer = "braid-nocoalesce"
+	// Yamux is go-libp2p's default muxer, yamux.DefaultTransport.
+	Yamux Muxer = "yamux"
+	// RawTCP is no libp2p at all: a TCP connection per stream carrying
+	// the same messages, unencrypted. It is the limit.
+	RawTCP Muxer = "tcp"
+)
+
+// Muxers lists every Muxer.
+func Muxers() []Muxer { return []Muxer{RawTCP, Braid, BraidNoCoalesce, Yamux} }
+
+// Scenario names a workload.
+type Scenario string
+
+// The scenarios.
+const (
+	// Chunks is Swarm bee's pullsync delivery (seeds 000 and 001): per op
+	// the client opens a stream and sends Get, the server answers with an
+	// Offer of N chunk addresses, the client sends Want, and the server
+	// delivers N chunks of 4 KiB, one message per chunk or batched 25 per
+	// message.
+	Chunks Scenario = "chunks"
+	// Notify is Polkadot's notifications with backpressure (seed 002):
+	// Count messages of Size bytes written at once on one stream.
+	Notify Scenario = "notify"
+)
+
+// Spec is one measurement.
+type Spec struct {
+	Scenario Scenario
+	Muxer    Muxer
+	// Link shapes both directions between the hosts; the zero Link is
+	// plain loopback.
+	Link slowconn.Link
+	// Chunks: chunks per op, batched delivery, untimed and timed ops.
+	N       int
+	Batched bool
+	Warmup  int
+	Ops     int
+	// Notify: messages and their size.
+	Count int
+	Size  int
+}
+
+// Result is what one measurement took: wall time of the timed work, and
+// the heap allocations of the whole process (both hosts) meanwhile.
+type Result struct {
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Ops is the timed ops (Chunks) or messages (Notify).
+	Ops        int    `json:"ops"`
+	AllocBytes uint64 `json:"alloc_bytes"`
+	Allocs     uint64 `json:"allocs"`
+}
+
+// Limits of a Spec, so that a mistyped flag is an error rather than a
+// run that never ends.
+const (
+	maxChunks   = 10000
+	maxOps      = 100000
+	maxMessages = 1000000
+	maxMsgSize  = maxFrame
+)
+
+// ErrSpec is the error of an invalid Spec.
+var ErrSpec = errors.New("hostbench: invalid spec")
+
+// Validate checks s.
+func (s Spec) Validate() error {
+	bad := func(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(f, a...)) }
+	switch s.Muxer {
+	case Braid, BraidNoCoalesce, Yamux, RawTCP:
+	default:
+		return bad("unknown muxer %q", s.Muxer)
+	}
+	if s.Link.Bandwidth < 0 || s.Link.Latency < 0 || s.Link.Jitter < 0 || s.Link.Loss < 0 || s.Link.Loss >= 1 {
+		return bad("link %+v", s.Link)
+	}
+	switch s.Scenario {
+	case Chunks:
+		if s.N < 1 || s.N > maxChunks || s.Ops < 1 || s.Ops > maxOps || s.Warmup < 0 || s.Warmup > maxOps {
+			return bad("chunks needs 1 <= n <= %d, 1 <= ops <= %d, 0 <= warmup <= %d", maxChunks, maxOps, maxOps)
+		}
+	case Notify:
+		if s.Count < 1 || s.Count > maxMessages || s.Size < 1 || s.Size > maxMsgSize {
+			return bad("notify needs 1 <= count <= %d, 1 <= size <= %d", maxMessages, maxMsgSize)
+		}
+	default:
+		return bad("unknown scenario %q", s.Scenario)
+	}
+	return nil
+}
+
+// shaped tells whether s runs through a link rather than plain loopback.
+func (s Spec) shaped() bool { return s.Link != (slowconn.Link{}) }
+
+// Run measures s once. Everything it starts has ended when it returns.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	switch s.Scenario {
+	case Chunks:
+		return runChunks(ctx, s)
+	default:
+		return runNotify(ctx, s)
+	}
+}
+
+// measure runs f and returns its wall time and the process's heap
+// allocations meanwhile.
+func measure(ops int, f func() error) (Result, error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	if err := f(); err != nil {
+		return Result{}, err
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	return Result{Elapsed: elapsed, Ops: ops,
+		AllocBytes: after.TotalAlloc - before.TotalAlloc, Allocs: after.Mallocs - before.Mallocs}, nil
+}

@@ -1,0 +1,42 @@
+package braid
+
+import (
+	"net"
+	"syscall"
+)
+
+// setNotSentLowat bounds the bytes the kernel holds unsent on c's socket
+// (TCP_NOTSENT_LOWAT), so that the writer, not the kernel's send queue,
+// decides what goes next. c is a *net.TCPConn, or a conn wrapping one that
+// exposes it with NetConn (crypto/tls). Other conns are left alone: there
+// the connection-level in-flight bound (inflight.go) does the job. It
+// reports whether the option was set.
+func setNotSentLowat(c net.Conn, n int) bool {
+	for range maxUnwrap {
+		nc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = nc.NetConn()
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return false
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotSentLowat, n)
+	})
+	return err == nil && serr == nil
+}
+
+// tcpNotSentLowat is TCP_NOTSENT_LOWAT in linux/tcp.h, the same on every
+// architecture (the syscall package has it only for some).
+const tcpNotSentLowat = 25
+
+// maxUnwrap bounds the NetConn chain setNotSentLowat follows.
+const maxUnwrap = 4

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package braid
+
+import "net"
+
+// setNotSentLowat is a no-op where TCP_NOTSENT_LOWAT is not known; the
+// connection-level in-flight bound (inflight.go) still applies.
+func setNotSentLowat(net.Conn, int) bool { return false }
