@@ -579,7 +579,12 @@ func TestFaultStalledPeerDeadline(t *testing.T) {
 
 	// The peer's application stops reading: its receive window runs out.
 	t.Run("window-exhausted", func(t *testing.T) {
-		client, server := sessionPair(t, nil)
+		// Windows pinned at the initial 256 KiB: on a loaded machine the
+		// loopback RTT can measure milliseconds, and a path that long
+		// would start streams with more than the 1 MiB written here.
+		cfg := DefaultConfig()
+		cfg.MaxStreamWindow = InitialStreamWindow
+		client, server := sessionPair(t, cfg)
 		const streams = 4
 		var wg sync.WaitGroup
 		for i := range streams {
