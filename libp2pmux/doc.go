@@ -34,10 +34,14 @@
 //
 // For peers that still use mplex, register MplexTransport under MplexID
 // (/mplex/6.7.0), alone or after yamux: libp2p.Muxer(MplexID,
-// MplexTransport). mplex has no flow control: instead of stalling the
-// whole connection as go-mplex does, braid resets a stream whose unread
-// bytes exceed Config.MaxReceiveBuffer (braid.ErrReceiveBufferOverflow);
-// its reset carries no error code, and it has no go-away.
+// MplexTransport). mplex has no flow control: when a stream's unread
+// bytes reach Config.MaxReceiveBuffer, braid stops reading the connection
+// (TCP pushes back on the sender) while the stream's reader keeps reading,
+// and resets the stream (braid.ErrReceiveBufferOverflow) only once its
+// reader has not read for Config.MaxReceiveStall, so one stalled reader
+// holds the other streams up for a bounded time, never indefinitely as
+// go-mplex's can. mplex's reset carries no error code, and it has no
+// go-away.
 //
 // # Resource accounting
 //

@@ -26,10 +26,12 @@ const hostMplexAcceptBacklog = 1024
 // braid.Mplex), with an accept backlog of 1024 streams instead of 256,
 // since mplex can't make an opener wait for the peer's acknowledgement.
 // mplex has no flow control: each stream buffers at most
-// Config.MaxReceiveBuffer unread bytes (4 MiB by default), and a stream
-// whose reader falls further behind is reset, with
-// braid.ErrReceiveBufferOverflow at braid and a reset at the peer, while
-// the connection's other streams go on. Change what you need and pass it
+// Config.MaxReceiveBuffer unread bytes (4 MiB by default); when that is
+// full the session stops reading the connection while the stream's reader
+// keeps reading, and resets a stream whose reader has not read for
+// Config.MaxReceiveStall (250 ms), with braid.ErrReceiveBufferOverflow at
+// braid and a reset at the peer, while the connection's other streams go
+// on. Change what you need and pass it
 // to NewTransport.
 func MplexConfig() *braid.Config {
 	cfg := DefaultConfig()
