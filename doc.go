@@ -62,5 +62,10 @@
 // Errors are typed: errors.Is(err, ErrStreamReset) holds for every reset, a
 // *StreamError carries the peer's code, a *GoAwayError the session's end,
 // and a *ProtocolError what a misbehaving peer did (the session then closes
-// with a go-away carrying GoAwayProtocolError).
+// with a go-away carrying GoAwayProtocolError). A stream that did not end
+// with the peer's FIN never returns an error matching io.EOF; when the
+// connection ended under it, the error matches ErrPeerClosedConn.
+//
+// The design the code follows (the writer, flow control, the wire formats,
+// the bad-input policy) is described in docs/design.md in the repository.
 package braid
