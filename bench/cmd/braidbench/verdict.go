@@ -341,6 +341,10 @@ func shortName(c *cellResult) string {
 	if isTLS(c) && !strings.Contains(s, "TLS") {
 		s += ", TLS"
 	}
+	if c.Workload == wPing && c.Procs > 0 {
+		// The loaded rows run at each GOMAXPROCS; without it they read alike.
+		s += fmt.Sprintf(", P=%d", c.Procs)
+	}
 	return s
 }
 
