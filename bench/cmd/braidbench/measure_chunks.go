@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/bench/internal/slowdown"
+	"github.com/braidmux/braid/internal/appframe"
 	"github.com/braidmux/braid/slowconn"
 )
 
@@ -137,25 +138,25 @@ func chunkOp(ctx context.Context, s contenders.Session, n int) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Write(newFrame(getSize)); err != nil {
+	if _, err := st.Write(appframe.New(getSize)); err != nil {
 		return err
 	}
-	offer, err := readFrame(st)
+	offer, err := appframe.Read(st)
 	if err != nil {
 		return fmt.Errorf("offer: %w", err)
 	}
 	if len(offer) != n*addrSize {
 		return fmt.Errorf("offer of %d bytes, want %d", len(offer), n*addrSize)
 	}
-	want := newFrame((n + 7) / 8)
-	for i := frameHeader; i < len(want); i++ {
+	want := appframe.New((n + 7) / 8)
+	for i := appframe.HeaderSize; i < len(want); i++ {
 		want[i] = 0xff
 	}
 	if _, err := st.Write(want); err != nil {
 		return err
 	}
 	for got := 0; got < n; {
-		m, err := readFrame(st)
+		m, err := appframe.Read(st)
 		if err != nil {
 			return fmt.Errorf("delivery after %d chunks: %w", got, err)
 		}
@@ -184,13 +185,13 @@ func serveChunks(s contenders.Session, n int, batched bool) error {
 }
 
 func serveChunkOp(st contenders.Stream, n int, batched bool) error {
-	if _, err := readFrame(st); err != nil {
+	if _, err := appframe.Read(st); err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
-	if _, err := st.Write(newFrame(n * addrSize)); err != nil {
+	if _, err := st.Write(appframe.New(n * addrSize)); err != nil {
 		return err
 	}
-	if _, err := readFrame(st); err != nil {
+	if _, err := appframe.Read(st); err != nil {
 		return fmt.Errorf("want: %w", err)
 	}
 	per := 1
@@ -200,7 +201,7 @@ func serveChunkOp(st contenders.Stream, n int, batched bool) error {
 	for i := 0; i < n; i += per {
 		k := min(per, n-i)
 		// A fresh message per delivery, as marshalling one allocates it.
-		if _, err := st.Write(newFrame(k * chunkEntry)); err != nil {
+		if _, err := st.Write(appframe.New(k * chunkEntry)); err != nil {
 			return err
 		}
 	}

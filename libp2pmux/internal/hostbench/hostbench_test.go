@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/internal/appframe"
 	"github.com/braidmux/braid/slowconn"
 	"go.uber.org/goleak"
 )
@@ -83,7 +84,7 @@ func TestValidate(t *testing.T) {
 		"loss":     func(s *Spec) { s.Link.Loss = 1 },
 		"latency":  func(s *Spec) { s.Link.Latency = -1 },
 		"count":    func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 0, 1 },
-		"size":     func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 1, maxFrame+1 },
+		"size":     func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 1, appframe.MaxSize+1 },
 	}
 	for name, f := range bad {
 		s := good

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/braidmux/braid/internal/appframe"
 )
 
 // Sizes of the pullsync messages (bee's pb.Offer, pb.Want, pb.Delivery).
@@ -54,25 +56,25 @@ func chunkOp(ctx context.Context, ep *endpoints, n int) error {
 	if d, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(d)
 	}
-	if _, err := st.Write(newFrame(getSize)); err != nil {
+	if _, err := st.Write(appframe.New(getSize)); err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
-	offer, err := readFrame(st)
+	offer, err := appframe.Read(st)
 	if err != nil {
 		return fmt.Errorf("offer: %w", err)
 	}
 	if len(offer) != n*addrSize {
 		return fmt.Errorf("offer of %d bytes, want %d", len(offer), n*addrSize)
 	}
-	want := newFrame((n + 7) / 8)
-	for i := frameHeader; i < len(want); i++ {
+	want := appframe.New((n + 7) / 8)
+	for i := appframe.HeaderSize; i < len(want); i++ {
 		want[i] = 0xff
 	}
 	if _, err := st.Write(want); err != nil {
 		return fmt.Errorf("want: %w", err)
 	}
 	for got := 0; got < n; {
-		m, err := readFrame(st)
+		m, err := appframe.Read(st)
 		if err != nil {
 			return fmt.Errorf("delivery after %d chunks: %w", got, err)
 		}
@@ -86,13 +88,13 @@ func chunkOp(ctx context.Context, ep *endpoints, n int) error {
 
 // serveChunkOp is the server's side of one op.
 func serveChunkOp(st stream, n int, batched bool) error {
-	if _, err := readFrame(st); err != nil {
+	if _, err := appframe.Read(st); err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
-	if _, err := st.Write(newFrame(n * addrSize)); err != nil {
+	if _, err := st.Write(appframe.New(n * addrSize)); err != nil {
 		return err
 	}
-	if _, err := readFrame(st); err != nil {
+	if _, err := appframe.Read(st); err != nil {
 		return fmt.Errorf("want: %w", err)
 	}
 	per := 1
@@ -102,7 +104,7 @@ func serveChunkOp(st stream, n int, batched bool) error {
 	for i := 0; i < n; i += per {
 		k := min(per, n-i)
 		// A fresh message per delivery, as marshalling one allocates it.
-		if _, err := st.Write(newFrame(k * chunkEntry)); err != nil {
+		if _, err := st.Write(appframe.New(k * chunkEntry)); err != nil {
 			return err
 		}
 	}
@@ -116,12 +118,12 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 	ready := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	handler := func(st stream) error {
-		if _, err := readFrame(st); err != nil {
+		if _, err := appframe.Read(st); err != nil {
 			return fmt.Errorf("hello: %w", err)
 		}
 		ready <- struct{}{}
 		for i := range s.Count {
-			m, err := readFrame(st)
+			m, err := appframe.Read(st)
 			if err == nil && len(m) != s.Size {
 				err = fmt.Errorf("message of %d bytes, want %d", len(m), s.Size)
 			}
@@ -147,7 +149,7 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 	if d, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(d)
 	}
-	if _, err := st.Write(newFrame(0)); err != nil {
+	if _, err := st.Write(appframe.New(0)); err != nil {
 		return Result{}, fmt.Errorf("hello: %w", err)
 	}
 	select {
@@ -155,7 +157,7 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 	case <-ctx.Done():
 		return Result{}, ep.serverError(context.Cause(ctx))
 	}
-	msg := newFrame(s.Size)
+	msg := appframe.New(s.Size)
 	return measure(s.Count, func() error {
 		for i := range s.Count {
 			if _, err := st.Write(msg); err != nil {

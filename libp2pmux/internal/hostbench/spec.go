@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/braidmux/braid/internal/appframe"
 	"github.com/braidmux/braid/slowconn"
 )
 
@@ -87,7 +88,7 @@ const (
 	maxChunks   = 10000
 	maxOps      = 100000
 	maxMessages = 1000000
-	maxMsgSize  = maxFrame
+	maxMsgSize  = appframe.MaxSize
 )
 
 // ErrSpec is the error of an invalid Spec.
