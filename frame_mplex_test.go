@@ -214,7 +214,10 @@ func FuzzMplexDecoder(f *testing.F) {
 	f.Add(false, []byte{0x80, 0x00, 0x00})
 	f.Add(true, append(varint.ToUvarint(8), varint.ToUvarint(MplexMaxMessage+1)...))
 	f.Fuzz(func(t *testing.T, client bool, in []byte) {
-		r := bufio.NewReader(bytes.NewReader(in))
+		// A buffer that holds all of in, so r.Buffered() accounts for
+		// every byte (with bufio's default 4096, an input one byte longer
+		// left a byte unread and the count off by one).
+		r := bufio.NewReaderSize(bytes.NewReader(in), len(in)+16)
 		c := mplexCodec{client: client}
 		h, n, err := c.readHeader(r)
 		if consumed := len(in) - r.Buffered(); n != consumed && !(err == nil && h.typ == typeData) {
