@@ -34,12 +34,12 @@ const (
 )
 
 // refFrame is a data frame whose payload is the caller's memory. Its stream
-// waits until it is written (or has it copied, see writer.detach).
+// waits until it is written (or has it copied, see scheduler.detach).
 type refFrame struct {
 	hdr     [headerSize]byte // the codec's header, hdr[:hdrLen]
 	hdrLen  uint8
 	payload []byte
-	owner   *Stream // nil once detached
+	owner   *streamSend // the stream's send state, finished with refWritten
 }
 
 // Stats counts what a session sent and received. The counters are read one
@@ -63,10 +63,19 @@ type writerStats struct {
 // streams queue control frames in one queue, and streams their data in
 // their own queues (sendqueue.go); one goroutine (run, owned by the
 // Session, started by newSession and ended by close) drains all control
-// frames and the streams' frames, round-robin, into one write.
+// frames and, in the scheduler's order (scheduler.go), the streams' frames
+// into one write.
 // No timer is armed unless CoalesceDelay is set, so a lone frame is written
 // as soon as the goroutine wakes, and batches grow only while the conn is
 // busy with the previous write.
+//
+// Locks and owners: mu guards the control queue, the scheduler (and
+// through it every stream's streamSend and sendQueue) and the in-flight
+// bound. It is taken with no other lock held (streams release Stream.mu
+// before they call the writer) and the writer takes no other lock under
+// it. The batch (b) and flat belong to run: take fills b under mu, write
+// reads it without mu (the by-reference payloads stay valid: their
+// streams wait in sendRef until complete), complete empties it under mu.
 type writer struct {
 	conn         net.Conn
 	codec        codec
@@ -77,27 +86,44 @@ type writer struct {
 	writeTimeout time.Duration
 	stats        writerStats
 	done         chan struct{}        // closed by run when it returns
-	vec          net.Buffers          // run's writev vector; a field so that WriteTo doesn't allocate
+	vec          net.Buffers          // writeVec's vector; a field so that WriteTo doesn't allocate
 	peerRTT      func() time.Duration // the session's round trip; nil without pings (set before run starts)
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
-	ctrl       []byte        // control frames; written first
-	ctrlEnds   []int         // end offset of each frame in ctrl
-	pongs      int           // pongs in ctrl
-	ring       []*Stream     // streams with queued frames, in turn order
-	freeQueues []*sendQueue  // empty send queues kept for reuse
-	ringSpare  []*Stream     // the ring's other buffer, swapped per batch
-	queued     int           // copied stream bytes queued in all streams
-	inflight   []refFrame    // by-reference frames of the current write; filled and emptied by run under mu, read by run alone while it writes
-	idle       bool          // run is parked waiting for wake
-	room       chan struct{} // closed when ctrl space frees up; nil if nobody waits
-	err        error         // sticky; set once, by close or a failed write
-	draining   bool          // close asked run to flush what is queued and stop
-	spareCtrl  []byte        // buffer swapped with ctrl per batch
-	bound      inflight      // the connection-level in-flight bound
+	ctrl      []byte        // control frames; written first
+	ctrlEnds  []int         // end offset of each frame in ctrl
+	pongs     int           // pongs in ctrl
+	sched     scheduler     // the streams with queued frames, and who writes next
+	idle      bool          // run is parked waiting for wake
+	room      chan struct{} // closed when ctrl space frees up; nil if nobody waits
+	err       error         // sticky; set once, by close or a failed write
+	draining  bool          // close asked run to flush what is queued and stop
+	spareCtrl []byte        // buffer swapped with ctrl per batch
+	bound     inflight      // the connection-level in-flight bound
 
 	wake chan struct{} // one slot: something was queued, or close
+
+	// Fields below belong to run (see above).
+	b batch
+	// flat is the batch on a conn without writev; between batches it
+	// holds the last batch's final partial record (see writeFlat),
+	// written with the next batch, or alone before run parks or stops.
+	flat       []byte
+	delayTimer *time.Timer // CoalesceDelay's, made on first use
+}
+
+// batch is one write: every control frame queued, then what the scheduler
+// took, then at most one marker. Its buffers are kept across batches.
+type batch struct {
+	ctrl     []byte      // control frames (swapped with writer.ctrl)
+	ctrlEnds []int       // end offset of each frame in ctrl
+	data     []byte      // copied stream frames
+	ends     []int       // end offset of each frame in data
+	refs     []refFrame  // by-reference frames, after data
+	tail     []byte      // a marker ping after the batch's data (inflight.go)
+	size     int         // bytes of ctrl, data and refs
+	vec      net.Buffers // backing array of the writev vector
 }
 
 func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
@@ -109,6 +135,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
 		writeTimeout: cfg.ConnectionWriteTimeout,
+		sched:        newScheduler(c, cfg.MaxBatchBytes),
 		done:         make(chan struct{}),
 		wake:         make(chan struct{}, 1),
 	}
@@ -188,152 +215,171 @@ func (w *writer) queuePong(id uint32) {
 	w.mu.Unlock()
 }
 
-// run is the writer goroutine.
+// run is the writer goroutine: wait for work, take a batch under mu, write
+// it without mu (streams keep queueing meanwhile; what they queue is the
+// next batch), complete it under mu.
 func (w *writer) run() {
 	defer close(w.done)
-	var (
-		ctrl, data []byte
-		ctrlEnds   []int
-		ends       []int
-		vec        net.Buffers // backing array of w.vec, kept across batches
-		// flat is the batch on a conn without writev; between batches it
-		// holds the last batch's final partial record (see writeFlat),
-		// written with the next batch, or alone before run parks or stops.
-		flat       []byte
-		tail       []byte // a marker ping after the batch's data (inflight.go)
-		delayTimer *time.Timer
-	)
 	for {
 		w.mu.Lock()
-		for !w.hasWorkLocked() {
-			if len(flat) > 0 {
-				w.mu.Unlock()
-				flat = w.flushPartial(flat)
-				w.mu.Lock()
-				continue
-			}
-			w.idle = true
-			w.mu.Unlock()
-			<-w.wake
-			w.mu.Lock()
-		}
-		if w.err == nil && w.draining && len(w.ctrl) == 0 && len(w.ring) == 0 && len(flat) > 0 {
-			w.mu.Unlock()
-			flat = w.flushPartial(flat)
-			w.mu.Lock()
-		}
-		if w.err != nil || (w.draining && len(w.ctrl) == 0 && len(w.ring) == 0) {
-			w.failLocked(w.err)
+		if !w.waitLocked() {
 			w.mu.Unlock()
 			return
 		}
-		if w.delay > 0 && w.queued+len(w.ctrl) < w.maxBatch && !w.draining {
-			// Nagle-like: one timer per batch, never per frame.
+		w.takeLocked()
+		w.mu.Unlock()
+		w.complete(w.writeBatch())
+	}
+}
+
+// waitLocked waits until there is something to write: it parks while
+// nothing is queued (writing the partial record kept from the last batch
+// first, see writeFlat), and with CoalesceDelay waits once more for a
+// fuller batch. It returns false when the writer stops, on an error or
+// once a drain has written everything, after failLocked. mu held; released
+// while it waits or writes.
+func (w *writer) waitLocked() bool {
+	for !w.hasWorkLocked() {
+		if len(w.flat) > 0 {
 			w.mu.Unlock()
-			if delayTimer == nil {
-				delayTimer = time.NewTimer(w.delay)
-			} else {
-				delayTimer.Reset(w.delay)
-			}
-			<-delayTimer.C
+			w.flat = w.flushPartial(w.flat)
 			w.mu.Lock()
-			if w.err != nil {
-				w.failLocked(w.err)
-				w.mu.Unlock()
-				return
-			}
+			continue
 		}
-		// Take the batch: every control frame, then the streams' frames
-		// round-robin up to the batch bound.
-		ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
-		ctrlEnds, w.ctrlEnds = w.ctrlEnds, ctrlEnds[:0]
-		w.pongs = 0
-		var size int
-		limit, refLimit := w.maxBatch, w.maxBatch
-		if r := w.bound.room(); r >= 0 && !w.draining {
-			refLimit = min(limit, len(ctrl)+r)
-			limit = min(limit, len(ctrl)+w.bound.roomFor(copySlack))
-		}
-		data, ends, size = w.takeBatch(data[:0], ends[:0], len(ctrl), refLimit, limit)
-		tail = tail[:0]
-		if w.bound.took(size - len(ctrl)) {
-			tail = w.codec.appendHeader(tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
-		}
-		if w.room != nil {
-			close(w.room)
-			w.room = nil
-		}
+		w.idle = true
 		w.mu.Unlock()
-
-		var err error
-		frames := uint64(len(ctrlEnds) + len(ends) + len(w.inflight))
-		if len(tail) > 0 {
-			frames++
-		}
-		if w.coalesce {
-			if w.writev {
-				vec = vec[:0]
-				if len(ctrl) > 0 {
-					vec = append(vec, ctrl)
-				}
-				if len(data) > 0 {
-					vec = append(vec, data)
-				}
-				for i := range w.inflight {
-					f := &w.inflight[i]
-					vec = append(vec, f.hdr[:f.hdrLen], f.payload)
-				}
-				if len(tail) > 0 {
-					vec = append(vec, tail)
-				}
-				err = w.writeVec(vec)
-			} else {
-				// flat starts with the last batch's partial record.
-				took := len(ctrl)+len(data)+len(w.inflight)+len(tail) > 0
-				flat, err = w.writeFlat(append(append(flat, ctrl...), data...), tail, took)
-			}
-		} else {
-			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
-			if err == nil && len(tail) > 0 {
-				err = w.write(tail)
-			}
-		}
-		w.stats.frames.Add(frames)
-
+		<-w.wake
 		w.mu.Lock()
-		w.spareCtrl = ctrl[:0]
-		for i := range w.inflight {
-			if s := w.inflight[i].owner; s != nil {
-				s.pendingRefs--
-				if err != nil && s.refErr == nil {
-					s.refErr = err
-				}
-				if s.pendingRefs == 0 {
-					notifyFlushed(s)
-				}
-			}
-		}
-		clear(w.inflight)
-		w.inflight = w.inflight[:0]
-		if err != nil && w.err == nil {
-			w.err = err
-			// Wake the read loop: the session ends with this error.
-			_ = w.conn.Close()
-		}
+	}
+	if w.err == nil && w.draining && len(w.ctrl) == 0 && !w.sched.busy() && len(w.flat) > 0 {
 		w.mu.Unlock()
-		if size >= w.maxBatch/2 {
-			// A full batch: the conn is the bottleneck and the writer
-			// could run for a whole time slice without parking. Let the
-			// goroutines it just woke (or that queued a small frame) run
-			// first; it costs one scheduler pass per large write.
-			runtime.Gosched()
+		w.flat = w.flushPartial(w.flat)
+		w.mu.Lock()
+	}
+	if w.err != nil || (w.draining && len(w.ctrl) == 0 && !w.sched.busy()) {
+		w.failLocked(w.err)
+		return false
+	}
+	if w.delay > 0 && w.sched.queued+len(w.ctrl) < w.maxBatch && !w.draining {
+		// Nagle-like: one timer per batch, never per frame.
+		w.mu.Unlock()
+		if w.delayTimer == nil {
+			w.delayTimer = time.NewTimer(w.delay)
+		} else {
+			w.delayTimer.Reset(w.delay)
 		}
-		if cap(flat) > 4*w.maxBatch {
-			flat = slices.Clone(flat) // don't keep a rare huge batch's buffer
+		<-w.delayTimer.C
+		w.mu.Lock()
+		if w.err != nil {
+			w.failLocked(w.err)
+			return false
 		}
-		if cap(data) > 4*w.maxBatch {
-			data = nil
+	}
+	return true
+}
+
+// takeLocked takes the batch into w.b: every control frame, then the
+// streams' frames in the scheduler's order up to the batch bound (lower
+// while the in-flight bound holds data back), then a marker if one is
+// due. mu held.
+func (w *writer) takeLocked() {
+	b := &w.b
+	b.ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
+	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
+	w.pongs = 0
+	limit, refLimit := w.maxBatch, w.maxBatch
+	if r := w.bound.room(); r >= 0 && !w.draining {
+		refLimit = min(limit, len(b.ctrl)+r)
+		limit = min(limit, len(b.ctrl)+w.bound.roomFor(copySlack))
+	}
+	b.data, b.ends, b.size = b.data[:0], b.ends[:0], len(b.ctrl)
+	w.sched.take(b, refLimit, limit)
+	b.tail = b.tail[:0]
+	if w.bound.took(b.size - len(b.ctrl)) {
+		b.tail = w.codec.appendHeader(b.tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
+	}
+	if w.room != nil {
+		close(w.room)
+		w.room = nil
+	}
+}
+
+// writeBatch writes w.b to the conn, without mu: one writev, or on a conn
+// without writev whole records (writeFlat), or with DisableCoalescing
+// every frame on its own (writeEach). It counts the batch's frames.
+func (w *writer) writeBatch() error {
+	b := &w.b
+	var err error
+	frames := uint64(len(b.ctrlEnds) + len(b.ends) + len(b.refs))
+	if len(b.tail) > 0 {
+		frames++
+	}
+	if w.coalesce {
+		if w.writev {
+			vec := b.vec[:0]
+			if len(b.ctrl) > 0 {
+				vec = append(vec, b.ctrl)
+			}
+			if len(b.data) > 0 {
+				vec = append(vec, b.data)
+			}
+			for i := range b.refs {
+				f := &b.refs[i]
+				vec = append(vec, f.hdr[:f.hdrLen], f.payload)
+			}
+			if len(b.tail) > 0 {
+				vec = append(vec, b.tail)
+			}
+			b.vec = vec
+			err = w.writeVec(vec)
+		} else {
+			// flat starts with the last batch's partial record.
+			took := len(b.ctrl)+len(b.data)+len(b.refs)+len(b.tail) > 0
+			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took)
 		}
+	} else {
+		err = w.writeEach(b)
+		if err == nil && len(b.tail) > 0 {
+			err = w.write(b.tail)
+		}
+	}
+	w.stats.frames.Add(frames)
+	return err
+}
+
+// complete finishes the batch written with err: its by-reference frames'
+// streams are done with them (refWritten), and a write error becomes the
+// writer's, closing the conn. Then, after a full batch, it yields. It takes
+// mu.
+func (w *writer) complete(err error) {
+	b := &w.b
+	w.mu.Lock()
+	w.spareCtrl = b.ctrl[:0]
+	for i := range b.refs {
+		if s := b.refs[i].owner; s != nil {
+			s.refWritten(err)
+		}
+	}
+	clear(b.refs)
+	b.refs = b.refs[:0]
+	if err != nil && w.err == nil {
+		w.err = err
+		// Wake the read loop: the session ends with this error.
+		_ = w.conn.Close()
+	}
+	w.mu.Unlock()
+	if b.size >= w.maxBatch/2 {
+		// A full batch: the conn is the bottleneck and the writer
+		// could run for a whole time slice without parking. Let the
+		// goroutines it just woke (or that queued a small frame) run
+		// first; it costs one scheduler pass per large write.
+		runtime.Gosched()
+	}
+	if cap(w.flat) > 4*w.maxBatch {
+		w.flat = slices.Clone(w.flat) // don't keep a rare huge batch's buffer
+	}
+	if cap(b.data) > 4*w.maxBatch {
+		b.data = nil
 	}
 }
 
@@ -356,8 +402,8 @@ const recordSize = 16 * 1024
 // never waits for anything but the write of what is already queued).
 // Without keep (the batch brought nothing new) everything is written.
 func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
-	for i := range w.inflight {
-		f := &w.inflight[i]
+	for i := range w.b.refs {
+		f := &w.b.refs[i]
 		flat = append(flat, f.hdr[:f.hdrLen]...)
 		p := f.payload
 		head := (recordSize - len(flat)%recordSize) % recordSize
@@ -412,13 +458,13 @@ func (w *writer) hasWorkLocked() bool {
 	if len(w.ctrl) > 0 || w.err != nil || w.draining {
 		return true
 	}
-	if len(w.ring) == 0 {
+	if !w.sched.busy() {
 		return false
 	}
 	if w.peerRTT != nil {
 		w.bound.setBudget(w.peerRTT())
 	}
-	if w.bound.room() != 0 || w.queued > 0 && w.bound.roomFor(copySlack) > 0 || w.bound.needMarker() {
+	if w.bound.room() != 0 || w.sched.queued > 0 && w.bound.roomFor(copySlack) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true
@@ -427,26 +473,26 @@ func (w *writer) hasWorkLocked() bool {
 }
 
 // writeEach writes every frame with its own Write: Config.DisableCoalescing.
-func (w *writer) writeEach(ctrl []byte, ctrlEnds []int, data []byte, ends []int, vec *net.Buffers) error {
+func (w *writer) writeEach(b *batch) error {
 	start := 0
-	for _, end := range ctrlEnds {
-		if err := w.write(ctrl[start:end]); err != nil {
+	for _, end := range b.ctrlEnds {
+		if err := w.write(b.ctrl[start:end]); err != nil {
 			return err
 		}
 		start = end
 	}
 	start = 0
-	for _, end := range ends {
-		if err := w.write(data[start:end]); err != nil {
+	for _, end := range b.ends {
+		if err := w.write(b.data[start:end]); err != nil {
 			return err
 		}
 		start = end
 	}
-	for i := range w.inflight {
-		f := &w.inflight[i]
+	for i := range b.refs {
+		f := &b.refs[i]
 		if w.writev {
-			*vec = append((*vec)[:0], f.hdr[:f.hdrLen], f.payload)
-			if err := w.writeVec(*vec); err != nil {
+			b.vec = append(b.vec[:0], f.hdr[:f.hdrLen], f.payload)
+			if err := w.writeVec(b.vec); err != nil {
 				return err
 			}
 			continue
@@ -518,18 +564,14 @@ func (w *writer) failLocked(err error) {
 	if w.err == nil {
 		w.err = ErrSessionClosed
 	}
-	for i := range w.inflight {
-		if s := w.inflight[i].owner; s != nil {
-			s.pendingRefs--
-			if s.refErr == nil {
-				s.refErr = w.err
-			}
-			notifyFlushed(s)
+	for i := range w.b.refs {
+		if s := w.b.refs[i].owner; s != nil {
+			s.refWritten(w.err)
 		}
 	}
-	w.inflight = nil
+	w.b.refs = nil
 	w.stopMarkerTimer()
-	w.failQueuesLocked()
+	w.sched.failAll(w.err)
 	if w.room != nil {
 		close(w.room)
 		w.room = nil

@@ -65,12 +65,9 @@ type Stream struct {
 	readDeadline  deadline
 	writeDeadline deadline
 
-	// Guarded by the session writer's mu.
-	sq          *sendQueue    // frames waiting for the writer; nil while none
-	pendingRefs int           // by-reference frames not yet written
-	refErr      error         // the write error that ended one of them
-	flushed     chan struct{} // one slot: the writer took from sq; made on first wait
-	dropped     bool          // reset: the writer takes no more of its frames
+	// The send state, owned by the session's writer and guarded by its mu
+	// (sendqueue.go): touched only through w.send, w.sendRef and w.drop.
+	send streamSend
 }
 
 // newStream makes a stream whose receive window is window, of which
@@ -286,18 +283,17 @@ func (s *Stream) Write(b []byte) (int, error) {
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
 		if n < refThreshold {
-			if err := w.queueData(s, h, b[:n], s.writeDeadline.wait()); err != nil {
+			if err := w.send(&s.send, h, b[:n], s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
 		} else {
 			// The whole credit at once: the writer takes it a frame at
 			// a time, and Write waits once.
-			if err := w.queueRef(s, h, b[:n]); err != nil {
-				s.giveBackCredit(n)
-				return written, s.writeFailure(err)
-			}
-			if err := w.awaitRefs(s, s.writeDeadline.wait()); err != nil {
+			if queued, err := w.sendRef(&s.send, h, b[:n], s.writeDeadline.wait()); err != nil {
+				if !queued {
+					s.giveBackCredit(n)
+				}
 				return written, s.writeFailure(err)
 			}
 		}
@@ -392,7 +388,7 @@ func (s *Stream) CloseWrite() error {
 	s.mu.Unlock()
 	s.writeDeadline.stop()
 	// The FIN travels with the data frames, so it never overtakes them.
-	err := s.session.w.queueData(s, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
+	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
 	s.maybeRemove()
 	if err != nil {
 		return streamCutError(s.session.closeError(err))
@@ -446,7 +442,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	s.resetLocked(err)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
-	s.session.w.drop(s)
+	s.session.w.drop(&s.send)
 	s.maybeRemove()
 	return nil
 }
@@ -588,7 +584,7 @@ func (s *Stream) overflow() {
 	s.resetLocked(ErrReceiveBufferOverflow)
 	s.mu.Unlock()
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id}, nil)
-	s.session.w.drop(s)
+	s.session.w.drop(&s.send)
 	s.maybeRemove()
 }
 
@@ -672,7 +668,7 @@ func (s *Stream) remoteReset(code uint32) {
 	s.mu.Lock()
 	s.resetLocked(&StreamError{ErrorCode: code, Remote: true})
 	s.mu.Unlock()
-	s.session.w.drop(s) // the peer discards them anyway
+	s.session.w.drop(&s.send) // the peer discards them anyway
 	s.maybeRemove()
 }
 

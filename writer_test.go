@@ -185,7 +185,7 @@ func TestWriteFlatWholeRecords(t *testing.T) {
 	for i := range frames {
 		h := header{typ: typeData, streamID: 1, length: uint32(len(payload))}
 		hdr, hn := w.codec.encodeData(h)
-		w.inflight = append(w.inflight[:0], refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
+		w.b.refs = append(w.b.refs[:0], refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
 		want = append(append(want, hdr[:hn]...), payload...)
 		var tail []byte
 		if i%2 == 1 { // a marker after every other batch
@@ -197,7 +197,7 @@ func TestWriteFlatWholeRecords(t *testing.T) {
 		require.NoError(t, err)
 		require.Less(t, len(flat), recordSize, "batch %d: what is kept is one partial record", i)
 	}
-	w.inflight = w.inflight[:0]
+	w.b.refs = w.b.refs[:0]
 	flat, err := w.writeFlat(flat, nil, false) // nothing new: the partial record goes
 	require.NoError(t, err)
 	require.Empty(t, flat)

@@ -1,0 +1,249 @@
+package braid
+
+// The scheduler decides which stream writes next (docs/design.md, "The
+// writer", rule 5). It holds the ring of streams with queued frames and
+// takes their frames into batches by deficit round robin. It is guarded by
+// writer.mu and never blocks: the writer calls take with mu held, and the
+// streams' calls (push, pushRef, detach, drop) come through the writer's
+// send, sendRef and drop, also with mu held.
+
+// maxFreeQueues bounds the send queues a session keeps for reuse.
+const maxFreeQueues = 64
+
+// scheduler is the ring of streams with queued frames, in turn order, and
+// the queues kept for reuse. Guarded by writer.mu.
+type scheduler struct {
+	codec      codec
+	maxBatch   int // the batch bound; a pass's quanta add up to it
+	frameMax   int // the largest data frame payload made of a by-reference write
+	ring       []*streamSend
+	ringSpare  []*streamSend // the ring's other buffer, swapped per batch
+	freeQueues []*sendQueue  // empty send queues kept for reuse
+	queued     int           // copied stream bytes queued in all streams
+}
+
+// newScheduler makes a scheduler for batches of maxBatch bytes. A frame of
+// a by-reference write carries at most one batch, within the codec's bound.
+func newScheduler(c codec, maxBatch int) scheduler {
+	frameMax := maxBatch
+	if m := c.caps().maxDataFrame; m > 0 {
+		frameMax = min(maxBatch, m)
+	}
+	return scheduler{codec: c, maxBatch: maxBatch, frameMax: frameMax}
+}
+
+// busy reports whether any stream has frames queued.
+func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
+
+// streamLimit is how many copied bytes one stream may have queued: two
+// equal shares of a batch, so that a stream of small writes has its share
+// ready for this batch and the next while it waits to run again.
+func (sc *scheduler) streamLimit() int {
+	return max(minStreamQueue, 2*sc.maxBatch/max(1, len(sc.ring)))
+}
+
+// add gives s a send queue and a place at the end of the ring if it has
+// none: streams hold one only while they have frames queued, so an idle
+// stream costs a pointer. The caller queues a frame before it lets go of
+// writer.mu.
+func (sc *scheduler) add(s *streamSend) {
+	if s.q != nil {
+		return
+	}
+	if n := len(sc.freeQueues); n > 0 {
+		s.q = sc.freeQueues[n-1]
+		sc.freeQueues[n-1] = nil
+		sc.freeQueues = sc.freeQueues[:n-1]
+	} else {
+		s.q = new(sendQueue)
+	}
+	sc.ring = append(sc.ring, s)
+}
+
+// push queues a copied frame on s, in order with its other frames.
+func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
+	sc.add(s)
+	s.q.push(sc.codec, h, payload)
+	sc.queued += headerSize + len(payload)
+}
+
+// pushRef queues a by-reference write of payload on s, h being its first
+// frame's header; s waits for it (pendingRefs) until every frame is taken
+// and written.
+func (sc *scheduler) pushRef(s *streamSend, h header, payload []byte) {
+	sc.add(s)
+	s.q.ref, s.q.hasRef = pendingRef{h: h, rest: payload}, true
+	s.pendingRefs++
+}
+
+// freeQueue takes the empty send queue from s, which leaves the ring (the
+// caller drops it from ring).
+func (sc *scheduler) freeQueue(s *streamSend) {
+	q := s.q
+	s.q = nil
+	*q = sendQueue{ends: q.ends[:0]}
+	if len(sc.freeQueues) < maxFreeQueues {
+		sc.freeQueues = append(sc.freeQueues, q)
+	}
+}
+
+// detach turns what the writer has not taken of s's by-reference write
+// into copied frames of at most one batch each (sendRef's deadline).
+func (sc *scheduler) detach(s *streamSend) {
+	if s.q == nil || !s.q.hasRef {
+		return
+	}
+	r := &s.q.ref
+	for len(r.rest) > 0 {
+		n := min(len(r.rest), sc.frameMax)
+		h := r.h
+		h.length = uint32(n)
+		hdr, hn := sc.codec.encodeData(h)
+		s.q.pushEncoded(hdr[:hn], r.rest[:n])
+		sc.queued += hn + n
+		r.rest = r.rest[n:]
+		r.h.flags = 0
+	}
+	s.q.ref, s.q.hasRef = pendingRef{}, false
+	s.pendingRefs--
+}
+
+// drop discards what s has queued: take never reaches its frames again,
+// and a by-reference write waiting for them ends with ErrStreamReset. s
+// leaves the ring at its next turn.
+func (sc *scheduler) drop(s *streamSend) {
+	q := s.q
+	if q == nil {
+		return
+	}
+	sc.queued -= q.pending()
+	q.discard()
+	s.abandonRef(ErrStreamReset)
+	s.notify()
+}
+
+// failAll releases every stream waiting on its queue with err and empties
+// the ring (the writer failed or closed).
+func (sc *scheduler) failAll(err error) {
+	for _, s := range sc.ring {
+		s.abandonRef(err)
+		s.q.discard()
+		s.q.waiting = false
+		sc.freeQueue(s)
+		s.notify()
+	}
+	clear(sc.ring)
+	sc.ring = nil
+	sc.queued = 0
+}
+
+// take moves queued stream frames into b by deficit round robin: a pass
+// gives every stream in the ring a quantum (an equal share of the batch)
+// of credit, and a stream sends frames while its credit covers them, so
+// that over a few batches every busy stream sends the same bytes whatever
+// its write sizes; a stream whose queue empties loses its credit and
+// leaves the ring. One pass per batch, more only while nobody could send
+// yet (large frames wait for credit), so that a large frame waits for its
+// share instead of filling the batch. Streams not reached go first next
+// time.
+//
+// Copied frames are appended to b.data (their ends to b.ends); by-reference
+// frames to b.refs, at most one beyond the batch bound. b.size is what the
+// batch holds already (its control frames) and grows with what is taken;
+// limit (at most the batch bound) is where the batch stops, lower while
+// the in-flight bound holds data back, and refLimit (at most limit) where
+// by-reference frames stop: small copied frames get a little more room
+// than bulk (copySlack).
+func (sc *scheduler) take(b *batch, refLimit, limit int) {
+	data, ends, refs, size := b.data, b.ends, b.refs, b.size
+	for len(sc.ring) > 0 && size < limit {
+		quantum := max(sc.maxBatch/len(sc.ring), 1)
+		progress, short := false, false
+		served := 0
+		for _, s := range sc.ring {
+			if size >= limit {
+				break
+			}
+			served++
+			q := s.q
+			q.deficit += quantum
+			for q.endHead < len(q.ends) {
+				end := int(q.ends[q.endHead])
+				n := end - q.head
+				if n > q.deficit {
+					short = true
+					break
+				}
+				if size > 0 && size+n > limit {
+					break
+				}
+				data = append(data, q.buf[q.head:end]...)
+				ends = append(ends, len(data))
+				q.head, q.endHead = end, q.endHead+1
+				q.deficit -= n
+				size += n
+				sc.queued -= n
+				progress = true
+			}
+			for q.endHead == len(q.ends) && q.hasRef {
+				p := min(len(q.ref.rest), sc.frameMax)
+				n := headerSize + p
+				if n > q.deficit {
+					short = true
+					break
+				}
+				if !(len(refs) == 0 && size < refLimit || size+n <= refLimit) {
+					break
+				}
+				refs = sc.takeRef(refs, s, p)
+				q.deficit -= n
+				size += n
+				progress = true
+			}
+			if q.empty() {
+				q.deficit = 0
+			}
+			q.release()
+			if q.waiting && q.pending() < sc.streamLimit() {
+				q.waiting = false
+				s.notify()
+			}
+		}
+		// Streams not reached keep their turn; served ones go behind
+		// them, and empty ones leave the ring.
+		next := sc.ringSpare[:0]
+		next = append(next, sc.ring[served:]...)
+		for _, s := range sc.ring[:served] {
+			if s.q.empty() && !s.q.waiting {
+				sc.freeQueue(s)
+			} else {
+				next = append(next, s)
+			}
+		}
+		clear(sc.ring)
+		sc.ring, sc.ringSpare = next, sc.ring[:0]
+		if progress || !short {
+			break // one pass taken, or what is left doesn't fit
+		}
+	}
+	b.data, b.ends, b.refs, b.size = data, ends, refs, size
+}
+
+// takeRef appends the next frame of s's by-reference write, of n payload
+// bytes, to refs. s waits for that frame (writer.complete finishes it);
+// the write's own count goes once it is all taken.
+func (sc *scheduler) takeRef(refs []refFrame, s *streamSend, n int) []refFrame {
+	q := s.q
+	h := q.ref.h
+	h.length = uint32(n)
+	hdr, hn := sc.codec.encodeData(h)
+	refs = append(refs, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: q.ref.rest[:n], owner: s})
+	s.pendingRefs++
+	q.ref.rest = q.ref.rest[n:]
+	q.ref.h.flags = 0 // flags (an ACK) ride on the first frame only
+	if len(q.ref.rest) == 0 {
+		q.ref, q.hasRef = pendingRef{}, false
+		s.pendingRefs--
+	}
+	return refs
+}
