@@ -1,0 +1,296 @@
+package braid
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Table tests of the scheduler's rules (scheduler.go): who writes next,
+// and how much, batch after batch. Sizes are bytes on the wire, headers
+// included; a yamux header is headerSize bytes.
+
+// schedPush queues frames on one stream before a step's batch.
+type schedPush struct {
+	stream int   // index into the case's streams
+	frames []int // copied frames, in wire bytes
+	ref    int   // then a by-reference write of this many payload bytes
+}
+
+// schedStep is one batch: what is queued or dropped before it, the
+// in-flight bound's state, and what the batch must hold.
+type schedStep struct {
+	push []schedPush
+	drop []int
+	held bool // the in-flight bound holds data back, with room bytes left
+	room int
+	want []int // bytes taken from each stream
+	ring []int // the ring after the batch, in turn order
+}
+
+// frames returns n copied frames of size wire bytes each.
+func frames(n, size int) []int {
+	f := make([]int, n)
+	for i := range f {
+		f[i] = size
+	}
+	return f
+}
+
+func TestScheduler(t *testing.T) {
+	const refFrame = 1200 + headerSize // a by-reference frame of a 1200-byte batch
+	cases := []struct {
+		name     string
+		maxBatch int
+		streams  int
+		steps    []schedStep
+	}{{
+		// Rule: busy streams send the same bytes per pass, whatever
+		// their write sizes (quantum 400: 4, 2 and 1 frames).
+		name: "equal bytes, not equal frames", maxBatch: 1200, streams: 3,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(12, 100)}, {stream: 1, frames: frames(6, 200)}, {stream: 2, frames: frames(3, 400)}},
+				want: []int{400, 400, 400}, ring: []int{0, 1, 2}},
+			{want: []int{400, 400, 400}, ring: []int{0, 1, 2}},
+			{want: []int{400, 400, 400}, ring: []int{}},
+		},
+	}, {
+		// Rule: a bulk write's frames (larger than the quantum) wait
+		// for credit; over a few batches the bulk stream and the small
+		// one send within a frame of each other. A by-reference frame
+		// may go beyond the batch bound when it is the batch's first.
+		name: "bulk beside small frames", maxBatch: 1200, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, ref: 3 * 1200}, {stream: 1, frames: frames(48, 100)}},
+				want: []int{0, 600}, ring: []int{0, 1}},
+			{want: []int{0, 600}, ring: []int{0, 1}},
+			// Credit 1800: the bulk frame fills the batch, the small
+			// stream is not reached and goes first next time.
+			{want: []int{refFrame, 0}, ring: []int{1, 0}},
+			{want: []int{0, 600}, ring: []int{1, 0}},
+			{want: []int{refFrame, 600}, ring: []int{1, 0}},
+			{want: []int{0, 600}, ring: []int{1, 0}},
+			{want: []int{refFrame, 600}, ring: []int{1}}, // bulk: 3 frames, small: 3600 bytes
+		},
+	}, {
+		// Rule: a large frame waits for its credit instead of filling
+		// the batch, though the batch has room for it.
+		name: "large frame waits for credit", maxBatch: 1200, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(3, 100)}, {stream: 1, frames: frames(1, 1000)}},
+				want: []int{300, 0}, ring: []int{1}},
+			{want: []int{0, 1000}, ring: []int{}},
+		},
+	}, {
+		// Rule: while nobody can send, passes repeat in the same batch
+		// until one frame fits; the next that doesn't fit waits.
+		name: "passes repeat until a frame fits", maxBatch: 1200, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(1, 1000)}, {stream: 1, frames: frames(1, 1000)}},
+				want: []int{1000, 0}, ring: []int{1}},
+			{want: []int{0, 1000}, ring: []int{}},
+		},
+	}, {
+		// Rule: streams not reached (the batch stopped at its limit)
+		// go first next time; reached ones go behind them.
+		name: "not reached go first", maxBatch: 3 * 16384, streams: 3,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(8, 4096)}, {stream: 1, frames: frames(8, 4096)}, {stream: 2, frames: frames(8, 4096)}},
+				held: true, want: []int{copySlack, 0, 0}, ring: []int{1, 2, 0}},
+			{held: true, want: []int{0, copySlack, 0}, ring: []int{2, 0, 1}},
+			{held: true, want: []int{0, 0, copySlack}, ring: []int{0, 1, 2}},
+			{want: []int{16384, 16384, 16384}, ring: []int{}},
+		},
+	}, {
+		// Rule: a stream whose queue empties leaves the ring and loses
+		// its credit: with the 500 bytes it had left, stream 0's
+		// 1000-byte frame would fit the second batch.
+		name: "emptied queue leaves the ring and loses its credit", maxBatch: 1200, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(1, 100)}, {stream: 1, frames: frames(7, 100)}},
+				want: []int{100, 600}, ring: []int{1}},
+			{push: []schedPush{{stream: 0, frames: frames(1, 1000)}},
+				want: []int{0, 100}, ring: []int{0}},
+			{want: []int{1000, 0}, ring: []int{}},
+		},
+	}, {
+		// Rule: while the in-flight bound holds data back, by-reference
+		// frames stop at its room (the first may cross it) and copied
+		// frames get copySlack more.
+		name: "refLimit and limit", maxBatch: 65536, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, ref: 20000}, {stream: 1, frames: frames(40, 1000)}},
+				held: true, room: 0, want: []int{0, 16000}, ring: []int{0, 1}},
+			{held: true, room: 5000, want: []int{20000 + headerSize, 1000}, ring: []int{1}},
+			{want: []int{0, 23000}, ring: []int{}},
+		},
+	}, {
+		// Rule: a dropped stream's frames are never taken, copied or by
+		// reference, and it leaves the ring at its turn.
+		name: "dropped stream", maxBatch: 1200, streams: 3,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(10, 100)}, {stream: 1, frames: frames(10, 100)}, {stream: 2, ref: 3 * 1200}},
+				want: []int{400, 400, 0}, ring: []int{0, 1, 2}},
+			{drop: []int{0}, want: []int{0, 400, 0}, ring: []int{1, 2}},
+			{want: []int{0, 200, refFrame}, ring: []int{2}},
+			{drop: []int{2}, want: []int{0, 0, 0}, ring: []int{}},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := newScheduler(yamuxCodec{}, tc.maxBatch)
+			streams := make([]*streamSend, tc.streams)
+			for i := range streams {
+				streams[i] = new(streamSend)
+			}
+			var b batch
+			for i, step := range tc.steps {
+				for _, p := range step.push {
+					s := streams[p.stream]
+					for _, n := range p.frames {
+						payload := make([]byte, n-headerSize)
+						sc.push(s, header{typ: typeData, streamID: uint32(p.stream + 1), length: uint32(len(payload))}, payload)
+					}
+					if p.ref > 0 {
+						sc.pushRef(s, header{typ: typeData, streamID: uint32(p.stream + 1)}, make([]byte, p.ref))
+					}
+				}
+				for _, d := range step.drop {
+					streams[d].dropped = true
+					sc.drop(streams[d])
+				}
+				refLimit, limit := tc.maxBatch, tc.maxBatch
+				if step.held {
+					refLimit = min(limit, step.room)
+					limit = min(limit, step.room+copySlack)
+				}
+				b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
+				sc.take(&b, refLimit, limit)
+
+				got := takenBytes(t, &b, tc.streams)
+				require.Equal(t, step.want, got, "step %d: bytes taken per stream", i)
+				sum := 0
+				for _, n := range got {
+					sum += n
+				}
+				require.Equal(t, sum, b.size, "step %d: batch size", i)
+				ring := []int{}
+				queued := 0
+				for _, s := range sc.ring {
+					for j := range streams {
+						if streams[j] == s {
+							ring = append(ring, j)
+						}
+					}
+					queued += s.q.pending()
+				}
+				require.Equal(t, step.ring, ring, "step %d: ring", i)
+				require.Equal(t, queued, sc.queued, "step %d: queued bytes", i)
+				for j, s := range streams {
+					inRing := false
+					for _, r := range sc.ring {
+						inRing = inRing || r == s
+					}
+					require.Equal(t, inRing, s.q != nil, "step %d: stream %d holds a queue exactly while in the ring", i, j)
+				}
+				for _, f := range b.refs { // the write succeeded
+					f.owner.refWritten(nil)
+				}
+			}
+			for j, s := range streams {
+				require.Zero(t, s.pendingRefs, "stream %d: by-reference frames left", j)
+			}
+		})
+	}
+}
+
+// takenBytes returns the bytes of each stream's frames in b, and checks
+// that copied frames are whole and in order.
+func takenBytes(t *testing.T, b *batch, streams int) []int {
+	t.Helper()
+	got := make([]int, streams)
+	start := 0
+	for _, end := range b.ends {
+		h, err := decodeHeader(b.data[start:end])
+		require.NoError(t, err)
+		require.Equal(t, end-start, headerSize+int(h.length), "a whole copied frame")
+		got[h.streamID-1] += end - start
+		start = end
+	}
+	require.Equal(t, len(b.data), start)
+	for _, f := range b.refs {
+		h, err := decodeHeader(f.hdr[:f.hdrLen])
+		require.NoError(t, err)
+		require.Equal(t, len(f.payload), int(h.length), "a by-reference frame's length")
+		got[h.streamID-1] += int(f.hdrLen) + len(f.payload)
+	}
+	return got
+}
+
+// TestSchedulerDropAndFail: a by-reference write dropped or failed with
+// frames untaken ends with that error (after the frame already in a write
+// is done), and its stream is woken; a deadline detaches what is untaken
+// into copied frames that are still sent, in order.
+func TestSchedulerDropAndFail(t *testing.T) {
+	for _, mode := range []string{"drop", "fail", "detach"} {
+		t.Run(mode, func(t *testing.T) {
+			sc := newScheduler(yamuxCodec{}, 1200)
+			s := new(streamSend)
+			s.wait() // made, and empty: the first notify fills it
+			payload := make([]byte, 3000)
+			for i := range payload {
+				payload[i] = byte(i)
+			}
+			sc.pushRef(s, header{typ: typeData, streamID: 1}, payload)
+			var b batch
+			sc.take(&b, 1200, 1200)
+			require.Len(t, b.refs, 1)
+			require.Equal(t, 2, s.pendingRefs, "the frame in the write, and the rest")
+			switch mode {
+			case "drop":
+				s.dropped = true
+				sc.drop(s)
+				require.ErrorIs(t, s.refErr, ErrStreamReset)
+			case "fail":
+				sc.failAll(ErrSessionClosed)
+				require.ErrorIs(t, s.refErr, ErrSessionClosed)
+				require.False(t, sc.busy())
+			case "detach":
+				sc.detach(s)
+				require.NoError(t, s.refErr)
+				require.Equal(t, 3000-1200+2*headerSize, sc.queued, "the rest, copied in frames of at most a batch")
+			}
+			require.Equal(t, 1, s.pendingRefs, "the frame in the write")
+			b.refs[0].owner.refWritten(nil)
+			require.Zero(t, s.pendingRefs)
+			select {
+			case <-s.flushed:
+			default:
+				t.Fatal("the stream was not woken")
+			}
+			// What is left goes in the next batches (a frame each: one
+			// of a full batch needs two quanta), as copied frames.
+			var rest []byte
+			taken := 0
+			for range 3 {
+				b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
+				sc.take(&b, 1200, 1200)
+				require.Empty(t, b.refs)
+				taken += b.size
+				start := 0
+				for _, end := range b.ends {
+					rest = append(rest, b.data[start+headerSize:end]...)
+					start = end
+				}
+			}
+			if mode != "detach" {
+				require.Zero(t, taken, "nothing more is taken")
+				return
+			}
+			require.Equal(t, 3000-1200+2*headerSize, taken)
+			require.Zero(t, sc.queued)
+			require.Equal(t, fmt.Sprint(payload[1200:]), fmt.Sprint(rest), "the copied rest, in order")
+		})
+	}
+}
