@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // Unit tests of the writer (coalesce.go, sendqueue.go, inflight.go) beside
-// the end-to-end ones.
+// the end-to-end ones; the scheduler's are in scheduler_test.go.
 
 // TestLargeWriteFramesAndOrder: one Write of many windows' worth is handed
 // to the writer whole and split into frames of at most one batch, every
@@ -219,4 +220,62 @@ func TestWriteFlatWholeRecords(t *testing.T) {
 	}
 	minRecords := (len(want) + recordSize - 1) / recordSize
 	require.Equal(t, minRecords, records, "records for %d frames", frames)
+}
+
+// TestSendRefDeadlineCopies: a by-reference write whose deadline passed
+// before the writer took it has its payload copied, so sendRef returns and
+// the caller may reuse its memory at once; the bytes it had are still sent,
+// in order, in frames of at most one batch. A copied send past the
+// stream's share of the queue waits, and fails with the deadline.
+func TestSendRefDeadlineCopies(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c2.Close()
+	cfg := DefaultConfig()
+	w := newWriter(c1, yamuxCodec{}, cfg)
+	var s streamSend
+	expired := make(chan struct{})
+	close(expired)
+
+	payload := make([]byte, 3*cfg.MaxBatchBytes+100)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	want := append([]byte(nil), payload...)
+	queued, err := w.sendRef(&s, header{typ: typeData, streamID: 1}, payload, expired)
+	require.True(t, queued)
+	require.NoError(t, err, "the bytes were accepted")
+	clear(payload) // the caller's memory is its own again
+
+	// The stream's share of the queue is full now: a copied send waits,
+	// until its deadline.
+	err = w.send(&s, header{typ: typeData, streamID: 1, length: 1}, []byte{1}, expired)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.False(t, s.q.waiting, "a send that gave up doesn't wait")
+
+	go w.run()
+	var got []byte
+	for len(got) < len(want) {
+		var hdr [headerSize]byte
+		_, err := io.ReadFull(c2, hdr[:])
+		require.NoError(t, err)
+		h, err := decodeHeader(hdr[:])
+		require.NoError(t, err)
+		require.Equal(t, typeData, h.typ)
+		require.LessOrEqual(t, int(h.length), cfg.MaxBatchBytes, "a frame of at most one batch")
+		p := make([]byte, h.length)
+		_, err = io.ReadFull(c2, p)
+		require.NoError(t, err)
+		got = append(got, p...)
+	}
+	require.True(t, bytes.Equal(want, got), "bytes differ")
+	drained := make(chan int64)
+	go func() {
+		n, _ := io.Copy(io.Discard, c2) // until c1 closes
+		drained <- n
+	}()
+	w.close(true, nil)
+	<-w.done
+	require.NoError(t, w.failure())
+	c1.Close()
+	require.Zero(t, <-drained, "bytes after the payload")
 }
