@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -536,4 +537,104 @@ func BenchmarkBurstRead(b *testing.B) {
 			b.ReportMetric(burstFrames/perOp, "frames/read")
 		})
 	}
+}
+
+// idleSessionPairs is how many session pairs BenchmarkIdleSessions holds
+// at once (as the issue #15 figures were taken; 2,000 loopback TCP
+// sockets fit the machine's file-descriptor limit).
+const idleSessionPairs = 1000
+
+// BenchmarkIdleSessions: idleSessionPairs idle session pairs of each
+// contender over loopback TCP, each of which moved 1 KiB on one stream
+// that was then closed at both ends. Reports the heap one pair costs,
+// both ends and the TCP conns' Go objects included (raw: the conns
+// alone, the 1 KiB written on the conn itself), and its goroutines.
+// Issue #15: braid <= 16 KiB and <= 4 goroutines.
+func BenchmarkIdleSessions(b *testing.B) {
+	impls := []contenders.Contender{rawOne(), contenders.Braid(true), contenders.Yamux(), contenders.Hashicorp()}
+	for _, c := range impls {
+		b.Run("impl="+c.Name, func(b *testing.B) {
+			var heap, goroutines float64
+			for range b.N {
+				h, g, err := idleSessions(c, idleSessionPairs, c.Name == "raw")
+				if err != nil {
+					b.Fatal(err)
+				}
+				heap += h
+				goroutines += g
+			}
+			b.ReportMetric(heap/float64(b.N), "B/pair")
+			b.ReportMetric(goroutines/float64(b.N), "goroutines/pair")
+		})
+	}
+}
+
+// idleHeap returns the live heap after two collections (the second
+// empties sync.Pool's victim caches, the buffer pool's included).
+func idleHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// idleSessions makes n session pairs of c over loopback TCP, moves 1 KiB
+// on one stream of each and closes it (raw: the conn is the stream, and
+// stays open), and returns the heap and goroutines per pair while they
+// sit idle.
+func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, goroutinesPerPair float64, err error) {
+	type pair struct{ client, server contenders.Session }
+	pairs := make([]pair, 0, n)
+	defer func() {
+		for _, p := range pairs {
+			p.client.Close()
+			p.server.Close()
+		}
+	}()
+	goroutines := runtime.NumGoroutine()
+	before := idleHeap()
+	msg := make([]byte, 1024)
+	for range n {
+		c1, c2, err := slowdown.TCPPair()
+		if err != nil {
+			return 0, 0, err
+		}
+		client, server, err := c.New(c1, c2)
+		if err != nil {
+			c1.Close()
+			c2.Close()
+			return 0, 0, err
+		}
+		pairs = append(pairs, pair{client, server})
+		st, err := client.Open(context.Background())
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := st.Write(msg); err != nil {
+			return 0, 0, err
+		}
+		peer, err := server.Accept()
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.ReadFull(peer, make([]byte, len(msg))); err != nil {
+			return 0, 0, err
+		}
+		if !raw {
+			if err := st.Close(); err != nil {
+				return 0, 0, err
+			}
+			if _, err := io.Copy(io.Discard, peer); err != nil {
+				return 0, 0, err
+			}
+			if err := peer.Close(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
+	heapPerPair = float64(int64(idleHeap())-int64(before)) / float64(n)
+	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(n)
+	return heapPerPair, goroutinesPerPair, nil
 }
