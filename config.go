@@ -69,10 +69,12 @@ const (
 	// make a stream buffer.
 	DefaultMaxReceiveBuffer = 4 * 1024 * 1024
 	// DefaultMaxReceiveStall is how long an mplex session waits for a
-	// stream's reader to make room before resetting the stream: longer
-	// than a descheduled or garbage-collecting reader pauses, short
-	// enough that a reader that stopped holds up the other streams only
-	// briefly.
+	// stream's reader to make room before resetting the stream, and how
+	// long any session waits for the application's accept loop when the
+	// accept backlog is full before refusing streams: longer than a
+	// descheduled or garbage-collecting goroutine pauses, short enough
+	// that a reader or an accept loop that stopped holds up the other
+	// streams only briefly.
 	DefaultMaxReceiveStall = 250 * time.Millisecond
 	// DefaultKeepAliveInterval is how often an idle session pings its peer
 	// (go-yamux: 30 s).
@@ -154,9 +156,24 @@ type Config struct {
 	MaxIncomingStreams int
 
 	// AcceptBacklog bounds the streams the peer opened that wait for
-	// AcceptStream; streams beyond it are reset at once, never queued
-	// without bound. Between 1 and 65536 (the backlog is allocated with the
-	// session); 0 means DefaultAcceptBacklog (256).
+	// AcceptStream; streams are never queued beyond it. A peer may open
+	// more at once than the backlog holds (js-libp2p and rust-yamux open
+	// hundreds without waiting for acknowledgements), so when a new
+	// stream finds the backlog full, the session pushes back while the
+	// application is accepting: it stops reading the connection (TCP then
+	// slows the peer) until AcceptStream takes a stream, for at most
+	// MaxReceiveStall since AcceptStream last returned a stream (counted
+	// from the session's start before the first, and from the moment the
+	// backlog filled if an AcceptStream call is waiting then). An accept
+	// loop that keeps up loses no stream, however many the peer opens at
+	// once. Once that time passes with no Accept, the stream is refused
+	// with a reset, and so is every further stream that finds the backlog
+	// full, at once, until the next Accept: a flood nobody accepts costs
+	// one stall, then is refused as fast as it arrives. While the session
+	// pushes back, the other streams, pings and the keep-alive wait too;
+	// that is the price, bounded by MaxReceiveStall. Between 1 and 65536
+	// (the backlog is allocated with the session); 0 means
+	// DefaultAcceptBacklog (256).
 	AcceptBacklog int
 
 	// MaxUnackedStreams bounds the streams we opened that the peer has not
@@ -196,14 +213,17 @@ type Config struct {
 	// their window instead and ignore it.
 	MaxReceiveBuffer int
 
-	// MaxReceiveStall bounds the mplex push-back: a stream whose buffer is
-	// full and whose reader has not read for this long (or never read
-	// since the stream opened) is reset with ErrReceiveBufferOverflow,
-	// and the session reads on. A reader that keeps reading is never
-	// reset, however fast the sender, but the other streams wait while
-	// it catches up: mplex has no per-stream flow control. A negative
-	// value is an error; 0 means DefaultMaxReceiveStall (250 ms). yamux
-	// ignores it.
+	// MaxReceiveStall bounds how long the session stops reading the
+	// connection to push back on the peer. On mplex, a stream whose
+	// buffer is full and whose reader has not read for this long (or
+	// never read since the stream opened) is reset with
+	// ErrReceiveBufferOverflow, and the session reads on. A reader that
+	// keeps reading is never reset, however fast the sender, but the
+	// other streams wait while it catches up: mplex has no per-stream
+	// flow control. On both protocols it bounds the accept push-back: a
+	// new stream that finds the accept backlog full waits at most this
+	// long since the last Accept (see AcceptBacklog). A negative value is
+	// an error; 0 means DefaultMaxReceiveStall (250 ms).
 	MaxReceiveStall time.Duration
 
 	// Memory, when not nil, is asked before a stream is created and

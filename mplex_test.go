@@ -781,8 +781,10 @@ func TestMplexMaxMessageSplit(t *testing.T) {
 
 // TestMplexAcceptBacklogBurst: mplex has no stream ACK, so nothing makes
 // an opener wait for the peer's accept loop; streams that arrive while
-// AcceptBacklog streams wait for AcceptStream are reset, never queued
-// without bound, and the session goes on.
+// AcceptBacklog streams wait for AcceptStream, and nobody accepts, are
+// reset once MaxReceiveStall has passed (the accept push-back,
+// accept_pushback_test.go), never queued without bound, and the session
+// goes on.
 func TestMplexAcceptBacklogBurst(t *testing.T) {
 	const backlog, extra = 16, 5
 	cfg := mplexConfig()

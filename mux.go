@@ -57,6 +57,9 @@ type Session struct {
 	ackWait      chan struct{}       // closed when unacked drops or the session changes; nil if nobody waits
 	acceptQ      []*Stream           // accept backlog, at most AcceptBacklog; only the read loop appends; nil while empty
 	acceptWait   chan struct{}       // closed when a stream joins acceptQ; nil if nobody waits
+	acceptCalls  int                 // AcceptStream calls waiting for a stream
+	lastAccept   time.Time           // when AcceptStream last took a stream; the session's start until then
+	acceptRoom   chan struct{}       // one-slot notify: AcceptStream took a stream; made when the read loop first waits for room
 	localGoAway  bool                // we sent a go-away: incoming streams are refused
 	remoteGoAway bool                // the peer sent one: OpenStream fails
 	pings        map[uint32]pingWait // outstanding pings; nil while none
@@ -111,6 +114,10 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		readDone: make(chan struct{}),
 		streams:  make(map[uint32]*Stream),
 		nextID:   2,
+		// The accept push-back's grace starts with the session, so an
+		// application that starts accepting just after opens the session
+		// loses no stream to a burst that came first.
+		lastAccept: time.Now(),
 	}
 	if client {
 		s.nextID = 1
@@ -299,6 +306,10 @@ func (s *Session) AcceptStream() (*Stream, error) {
 			if len(s.acceptQ) == 0 {
 				s.acceptQ = nil // an idle session holds no backlog array
 			}
+			// The application is accepting: a read loop waiting for
+			// room in the backlog (awaitAcceptRoom) reads on.
+			s.lastAccept = time.Now()
+			notify(s.acceptRoom)
 			s.mu.Unlock()
 			s.acceptGrant(st)
 			return st, nil
@@ -307,12 +318,14 @@ func (s *Session) AcceptStream() (*Stream, error) {
 			s.acceptWait = make(chan struct{})
 		}
 		wait := s.acceptWait
+		s.acceptCalls++
 		s.mu.Unlock()
 		select {
 		case <-wait:
 		case <-s.closedCh:
 		}
 		s.mu.Lock()
+		s.acceptCalls--
 	}
 }
 
@@ -426,6 +439,7 @@ func (s *Session) GoAway() error {
 	}
 	s.localGoAway = true
 	s.wakeOpenersLocked()
+	notify(s.acceptRoom) // a read loop waiting for accept room refuses at once
 	s.mu.Unlock()
 	if !s.caps.goAway {
 		return nil // mplex: refuse new streams without telling the peer
@@ -764,9 +778,11 @@ func (s *Session) discard(n uint32) error {
 }
 
 // incomingStream registers a stream the peer opens, or refuses it with a
-// reset when limits say so (never queueing it without bound). The memory
-// manager is asked with no lock held; only the read loop adds incoming
-// streams, so the limits checked before still hold after.
+// reset when limits say so (never queueing it without bound). When only
+// the accept backlog is full, it first waits for the application to
+// accept (awaitAcceptRoom). The memory manager is asked with no lock
+// held; only the read loop adds incoming streams, so the limits checked
+// before still hold after.
 func (s *Session) incomingStream(id uint32) error {
 	if !s.isIncoming(id) {
 		return &ProtocolError{Reason: "SYN with a stream id of our parity", StreamID: id}
@@ -776,9 +792,12 @@ func (s *Session) incomingStream(id uint32) error {
 		s.mu.Unlock()
 		return &ProtocolError{Reason: "SYN for a stream that is open", StreamID: id}
 	}
-	refuse := s.closing || s.localGoAway || s.incoming >= s.cfg.MaxIncomingStreams ||
-		len(s.acceptQ) >= s.cfg.AcceptBacklog
+	refuse := s.closing || s.localGoAway || s.incoming >= s.cfg.MaxIncomingStreams
+	full := !refuse && len(s.acceptQ) >= s.cfg.AcceptBacklog
 	s.mu.Unlock()
+	if full && !s.awaitAcceptRoom() {
+		refuse = true
+	}
 	reserved := 0
 	if m := s.cfg.Memory; m != nil && !refuse {
 		if m.ReserveMemory(InitialStreamWindow, streamPriority) != nil {
@@ -809,6 +828,62 @@ func (s *Session) incomingStream(id uint32) error {
 		s.releaseMemory(reserved)
 	}
 	return s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: id}, s.closedCh)
+}
+
+// awaitAcceptRoom is the accept push-back: the read loop, holding a SYN
+// while the accept backlog is full, stops reading the connection (so TCP
+// pushes back on the peer) and waits for AcceptStream to take a stream.
+// It waits only while the application is accepting: until
+// Config.MaxReceiveStall has passed since AcceptStream last took a
+// stream (or since the session started), or since this wait began when
+// an AcceptStream call is already waiting (it was woken and has not run
+// yet). Once that time has passed, every further stream that finds the
+// backlog full is refused at once, until the next Accept. It returns true
+// when the backlog has room, false when the stream is to be refused (the
+// time ran out, or the session is closing or going away). Called by the
+// read loop with no lock held; it waits with none.
+func (s *Session) awaitAcceptRoom() bool {
+	stall := s.cfg.MaxReceiveStall
+	start := time.Now()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	s.mu.Lock()
+	for {
+		if s.closing || s.localGoAway {
+			s.mu.Unlock()
+			return false
+		}
+		if len(s.acceptQ) < s.cfg.AcceptBacklog {
+			s.mu.Unlock()
+			return true
+		}
+		since := s.lastAccept
+		if s.acceptCalls > 0 && since.Before(start) {
+			since = start
+		}
+		left := stall - time.Since(since)
+		if left <= 0 {
+			s.mu.Unlock()
+			return false
+		}
+		wait := waitChan(&s.acceptRoom)
+		s.mu.Unlock()
+		if t == nil {
+			t = time.NewTimer(left)
+		} else {
+			t.Reset(left)
+		}
+		select {
+		case <-wait:
+		case <-t.C:
+		case <-s.closedCh:
+		}
+		s.mu.Lock()
+	}
 }
 
 // forgetPingLocked drops an outstanding ping; the table goes once empty.
