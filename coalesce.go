@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,6 +196,9 @@ func (w *writer) run() {
 		ctrlEnds   []int
 		ends       []int
 		vec        net.Buffers // backing array of w.vec, kept across batches
+		// flat is the batch on a conn without writev; between batches it
+		// holds the last batch's final partial record (see writeFlat),
+		// written with the next batch, or alone before run parks or stops.
 		flat       []byte
 		tail       []byte // a marker ping after the batch's data (inflight.go)
 		delayTimer *time.Timer
@@ -202,9 +206,20 @@ func (w *writer) run() {
 	for {
 		w.mu.Lock()
 		for !w.hasWorkLocked() {
+			if len(flat) > 0 {
+				w.mu.Unlock()
+				flat = w.flushPartial(flat)
+				w.mu.Lock()
+				continue
+			}
 			w.idle = true
 			w.mu.Unlock()
 			<-w.wake
+			w.mu.Lock()
+		}
+		if w.err == nil && w.draining && len(w.ctrl) == 0 && len(w.ring) == 0 && len(flat) > 0 {
+			w.mu.Unlock()
+			flat = w.flushPartial(flat)
 			w.mu.Lock()
 		}
 		if w.err != nil || (w.draining && len(w.ctrl) == 0 && len(w.ring) == 0) {
@@ -273,7 +288,9 @@ func (w *writer) run() {
 				}
 				err = w.writeVec(vec)
 			} else {
-				flat, err = w.writeFlat(append(append(flat[:0], ctrl...), data...), tail)
+				// flat starts with the last batch's partial record.
+				took := len(ctrl)+len(data)+len(w.inflight)+len(tail) > 0
+				flat, err = w.writeFlat(append(append(flat, ctrl...), data...), tail, took)
 			}
 		} else {
 			err = w.writeEach(ctrl, ctrlEnds, data, ends, &vec)
@@ -311,8 +328,8 @@ func (w *writer) run() {
 			// first; it costs one scheduler pass per large write.
 			runtime.Gosched()
 		}
-		if len(flat) > 4*w.maxBatch {
-			flat = nil // don't keep a rare huge batch's buffer
+		if cap(flat) > 4*w.maxBatch {
+			flat = slices.Clone(flat) // don't keep a rare huge batch's buffer
 		}
 		if cap(data) > 4*w.maxBatch {
 			data = nil
@@ -326,34 +343,66 @@ func (w *writer) run() {
 const recordSize = 16 * 1024
 
 // writeFlat writes a batch on a conn without writev: flat (the control and
-// copied frames), then the by-reference frames, then tail. Each payload is
-// copied only up to the next record boundary of what precedes it, and the
-// rest is written from the caller's memory, so that the security layer
-// makes full records without the writer copying the payload first.
-// It returns flat's buffer for reuse.
-func (w *writer) writeFlat(flat, tail []byte) ([]byte, error) {
+// copied frames, after the last batch's partial record), then the
+// by-reference frames, then tail. The security layer encrypts each Write
+// into records of recordSize and a last, shorter one, and each record is
+// one system call, so writeFlat makes every Write but the last a whole
+// number of records: a payload is copied only up to the next record
+// boundary of what precedes it, its whole records are written from the
+// caller's memory, and its last partial record is copied to go on with
+// what follows. With keep, the batch's final partial record is not
+// written but returned, moved to the front of flat's buffer: run writes it
+// with the next batch if one is queued, or alone before it parks (so it
+// never waits for anything but the write of what is already queued).
+// Without keep (the batch brought nothing new) everything is written.
+func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
 	for i := range w.inflight {
 		f := &w.inflight[i]
 		flat = append(flat, f.hdr[:f.hdrLen]...)
+		p := f.payload
 		head := (recordSize - len(flat)%recordSize) % recordSize
-		if len(f.payload)-head < recordSize {
-			flat = append(flat, f.payload...) // no full record left to spare
+		if len(p)-head < recordSize {
+			flat = append(flat, p...) // no whole record to spare
 			continue
 		}
-		flat = append(flat, f.payload[:head]...)
+		flat = append(flat, p[:head]...)
+		p = p[head:]
+		whole := len(p) - len(p)%recordSize
 		if err := w.write(flat); err != nil {
 			return flat[:0], err
 		}
-		if err := w.write(f.payload[head:]); err != nil {
+		if err := w.write(p[:whole]); err != nil {
 			return flat[:0], err
 		}
-		flat = flat[:0]
+		flat = append(flat[:0], p[whole:]...)
 	}
 	flat = append(flat, tail...)
-	if len(flat) == 0 {
+	if !keep {
+		return flat[:0], w.write(flat)
+	}
+	whole := len(flat) - len(flat)%recordSize
+	if whole == 0 {
 		return flat, nil
 	}
-	return flat, w.write(flat)
+	if err := w.write(flat[:whole]); err != nil {
+		return flat[:0], err
+	}
+	return flat[:copy(flat, flat[whole:])], nil
+}
+
+// flushPartial writes the partial record run kept from the last batch
+// (writeFlat), when no batch follows to carry it. It returns flat emptied;
+// a failed write ends the session as a failed batch does.
+func (w *writer) flushPartial(flat []byte) []byte {
+	if err := w.write(flat); err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+			_ = w.conn.Close()
+		}
+		w.mu.Unlock()
+	}
+	return flat[:0]
 }
 
 // hasWorkLocked tells whether run has something to do: control frames,
@@ -369,7 +418,7 @@ func (w *writer) hasWorkLocked() bool {
 	if w.peerRTT != nil {
 		w.bound.setBudget(w.peerRTT())
 	}
-	if w.bound.room() != 0 || w.queued > 0 && w.bound.roomFor(copySlack) > 0 {
+	if w.bound.room() != 0 || w.queued > 0 && w.bound.roomFor(copySlack) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true

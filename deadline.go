@@ -2,17 +2,30 @@ package braid
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // deadline is a settable point in time with a channel that is closed when
 // it passes, so that calls already waiting wake up (the pipeDeadline
 // pattern of net.Pipe). It costs one timer per SetDeadline, never one per
-// wait, and nothing until first used.
+// wait, and nothing until first used. Every Read and Write asks for it, so
+// wait and expired take no lock once the channel exists: they load it.
 type deadline struct {
-	mu     sync.Mutex // guards the fields below
+	mu     sync.Mutex // guards timer and the changes of cancel
 	timer  *time.Timer
-	cancel chan struct{} // closed when the deadline has passed; nil = not made yet
+	cancel chan struct{}                 // closed when the deadline has passed; nil = not made yet
+	ch     atomic.Pointer[chan struct{}] // cancel, for wait and expired without mu; set under mu
+}
+
+// setCancel replaces the channel. mu held.
+func (d *deadline) setCancel(c chan struct{}) {
+	d.cancel = c
+	if c == nil {
+		d.ch.Store(nil)
+	} else {
+		d.ch.Store(&c)
+	}
 }
 
 // set arms the deadline at t; the zero t clears it.
@@ -29,13 +42,13 @@ func (d *deadline) set(t time.Time) {
 	closed := d.cancel != nil && isClosed(d.cancel)
 	if t.IsZero() {
 		if closed {
-			d.cancel = nil
+			d.setCancel(nil)
 		}
 		return
 	}
 	if dur := time.Until(t); dur > 0 {
 		if closed || d.cancel == nil {
-			d.cancel = make(chan struct{})
+			d.setCancel(make(chan struct{}))
 		}
 		cancel := d.cancel
 		d.timer = time.AfterFunc(dur, func() {
@@ -49,7 +62,7 @@ func (d *deadline) set(t time.Time) {
 	}
 	if !closed {
 		if d.cancel == nil {
-			d.cancel = make(chan struct{})
+			d.setCancel(make(chan struct{}))
 		}
 		close(d.cancel)
 	}
@@ -58,19 +71,21 @@ func (d *deadline) set(t time.Time) {
 // wait returns a channel closed when the deadline passes, made on first
 // wait, so that a deadline set later still wakes a call already waiting.
 func (d *deadline) wait() <-chan struct{} {
+	if c := d.ch.Load(); c != nil {
+		return *c
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cancel == nil {
-		d.cancel = make(chan struct{})
+		d.setCancel(make(chan struct{}))
 	}
 	return d.cancel
 }
 
 // expired reports whether the deadline has passed.
 func (d *deadline) expired() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cancel != nil && isClosed(d.cancel)
+	c := d.ch.Load()
+	return c != nil && isClosed(*c)
 }
 
 // stop releases the timer.

@@ -99,10 +99,21 @@ func (f *inflight) setBudget(rtt time.Duration) {
 // whether a marker must follow them. mu held.
 func (f *inflight) took(n int) bool {
 	f.sent += uint64(n)
-	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers {
+	return f.needMarker()
+}
+
+// needMarker tells whether a marker must follow the bytes sent so far:
+// a quarter budget went unmarked, or the bound holds data back while
+// bytes in flight are unmarked. The budget follows the round trip, so it
+// can shrink under bytes sent without a marker (they were less than a
+// quarter of the old budget); without a marker for them no pong would ever
+// free the budget, and the writer would wait for the marker timeout. mu
+// held.
+func (f *inflight) needMarker() bool {
+	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers || f.sent == f.marked {
 		return false
 	}
-	return f.sent-f.marked >= uint64(f.budget/markersPerBudget)
+	return f.sent-f.marked >= uint64(f.budget/markersPerBudget) || f.room() == 0
 }
 
 // mark returns a new marker's ping id for the bytes sent so far. mu held.

@@ -739,16 +739,9 @@ func (s *Session) handleStreamFrame(h header) error {
 				return s.discard(h.length)
 			}
 		}
-		p := pool.Get(int(h.length))
-		if _, err := io.ReadFull(s.br, p); err != nil {
-			pool.Put(p)
+		if err := s.readPayload(st, h.length); err != nil {
 			return err
 		}
-		s.recvBytes.Add(uint64(h.length))
-		if s.caps.flowControl {
-			s.path.arrived(h.length)
-		}
-		st.receive(p)
 	} else if h.typ == typeWindowUpdate && h.flags&flagRST == 0 && h.length > 0 {
 		if !st.addSendWindow(h.length) {
 			return &ProtocolError{Reason: "window update overflows the send window", StreamID: h.streamID}
@@ -768,6 +761,44 @@ func (s *Session) handleStreamFrame(h header) error {
 		st.remoteReset(code)
 	}
 	return nil
+}
+
+// readPayload reads a data frame's n payload bytes into st's buffer: a
+// small payload is copied there from the read buffer, a larger one read
+// into a pooled buffer of its own, which st keeps.
+func (s *Session) readPayload(st *Stream, n uint32) error {
+	if n <= maxSmallPayload {
+		p, err := s.br.Peek(int(n))
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // the frame was cut in its payload
+		}
+		if err != nil {
+			return err
+		}
+		s.arrived(n)
+		st.receiveSmall(p)
+		_, err = s.br.Discard(int(n))
+		return err
+	}
+	p := pool.Get(int(n))
+	if _, err := io.ReadFull(s.br, p); err != nil {
+		pool.Put(p)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	s.arrived(n)
+	st.receive(p)
+	return nil
+}
+
+// arrived counts n payload bytes read off the conn.
+func (s *Session) arrived(n uint32) {
+	s.recvBytes.Add(uint64(n))
+	if s.caps.flowControl {
+		s.path.arrived(n)
+	}
 }
 
 // discard reads and drops n payload bytes nobody will read.

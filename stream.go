@@ -595,19 +595,37 @@ func (s *Stream) overflow() {
 // receive takes a data frame's payload (from pool.Get; the stream owns it).
 func (s *Stream) receive(p []byte) {
 	s.mu.Lock()
-	flowControl := s.session.caps.flowControl
-	if flowControl {
-		s.rw.received(uint32(len(p)), &s.session.env)
-	}
-	if s.readState != halfOpen {
-		// Nobody will read it: drop it and give the credit back.
-		pool.Put(p)
-		s.consumedAndUnlock(uint32(len(p)))
+	if s.receivedLocked(len(p)) {
+		s.recv.push(p)
+		notify(s.readWait)
+		s.mu.Unlock()
 		return
 	}
-	s.recv.push(p)
-	notify(s.readWait)
-	s.mu.Unlock()
+	pool.Put(p)
+	s.consumedAndUnlock(uint32(len(p)))
+}
+
+// receiveSmall is receive for a payload of at most maxSmallPayload bytes
+// that stays the caller's: it is copied into the stream's buffer.
+func (s *Stream) receiveSmall(p []byte) {
+	s.mu.Lock()
+	if s.receivedLocked(len(p)) {
+		s.recv.pushSmall(p)
+		notify(s.readWait)
+		s.mu.Unlock()
+		return
+	}
+	s.consumedAndUnlock(uint32(len(p)))
+}
+
+// receivedLocked accounts n bytes received and tells whether someone will
+// read them; if not, the caller drops them and gives the credit back with
+// consumedAndUnlock. mu held.
+func (s *Stream) receivedLocked(n int) bool {
+	if s.session.caps.flowControl {
+		s.rw.received(uint32(n), &s.session.env)
+	}
+	return s.readState == halfOpen
 }
 
 // addSendWindow adds a window update's delta; false if it would overflow

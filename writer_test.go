@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -46,11 +47,13 @@ func TestLargeWriteFramesAndOrder(t *testing.T) {
 
 // TestResetDropsQueuedData: the part of a Write the writer has not taken
 // when the stream is reset is not sent after the RST, and the Write returns
-// a reset error, not success. The link is slow, so most of the write is
-// still queued when the reset comes; Close flushes whatever is queued, so
-// the bytes sent after it tell whether the rest was dropped.
+// a reset error, not success. The link is slow and its send buffer holds
+// one record, so the writer is still in the second frame's write when the
+// reset comes and the other two frames are queued; Close flushes
+// whatever is queued, so the bytes sent after it tell whether they were
+// dropped.
 func TestResetDropsQueuedData(t *testing.T) {
-	c1, c2 := slowconn.Pipe(slowconn.Link{Bandwidth: 8e6, Latency: time.Millisecond})
+	c1, c2 := slowconn.Pipe(slowconn.Link{Bandwidth: 8e6, Latency: time.Millisecond, SendBuffer: 16 << 10})
 	client, server := sessionPairOver(t, c1, c2, nil)
 	a, err := client.OpenStream(context.Background())
 	require.NoError(t, err)
@@ -70,9 +73,10 @@ func TestResetDropsQueuedData(t *testing.T) {
 	require.ErrorIs(t, err, ErrStreamReset)
 	require.NoError(t, client.Close())
 	sent := client.Stats().BytesSent
-	// At 1 MB/s the first byte arrives after the writer took at most two
-	// batches (one in the link's 64 KiB buffer, one blocked behind it);
-	// the last of the four stays queued and must be dropped.
+	// At 1 MB/s a frame's write takes 64 ms, and the server reads the
+	// first byte once the whole first frame arrived, while the writer is
+	// in the second frame's write: the last two frames must be dropped
+	// (sent, they make four batches).
 	const batch = DefaultMaxBatchBytes
 	require.Less(t, sent, uint64(3*batch), "bytes sent after the reset")
 }
@@ -121,4 +125,98 @@ func TestInflightBudget(t *testing.T) {
 	f.off = true
 	require.Equal(t, -1, f.room())
 	require.False(t, f.took(1<<20))
+}
+
+// TestInflightShrunkBudgetMarks: a budget that shrinks under bytes sent
+// without a marker (less than a quarter of the old budget, so none was
+// due) holds the writer back; a marker must follow them at once, or no
+// pong would ever free the budget and the writer would stall until the
+// marker timeout switched the bound off.
+func TestInflightShrunkBudgetMarks(t *testing.T) {
+	var f inflight
+	f.setBudget(2 * time.Millisecond) // 2.5 MB at inflightRate
+	big := f.budget
+	require.False(t, f.took(big/markersPerBudget-1), "under a quarter of the budget: no marker due")
+	f.setBudget(10 * time.Microsecond)
+	require.Equal(t, 0, f.room(), "the shrunk budget is full")
+	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
+	id := f.mark()
+	require.False(t, f.needMarker(), "marked")
+	require.True(t, f.answered(id))
+	require.Equal(t, minInflight, f.room(), "the pong frees the budget")
+}
+
+// recordingConn is a net.Conn (the real one it wraps) that records the
+// size of every Write, as a security layer sees them: each Write is
+// encrypted into records of recordSize and a last, shorter one.
+type recordingConn struct {
+	net.Conn
+	sizes []int
+}
+
+func (c *recordingConn) Write(b []byte) (int, error) {
+	c.sizes = append(c.sizes, len(b))
+	return c.Conn.Write(b)
+}
+
+// TestWriteFlatWholeRecords: on a conn without writev, writeFlat makes
+// every Write a whole number of records and keeps the batch's final
+// partial record for the next batch, so that back-to-back 64 KiB frames
+// (65,548 bytes with their header) cost four records each, not five, and
+// not a record for the marker ping after them. The bytes, in order, are
+// what the frames encode.
+func TestWriteFlatWholeRecords(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c2)
+		got <- b
+	}()
+	rec := &recordingConn{Conn: c1}
+	w := &writer{conn: rec, codec: yamuxCodec{}, writeTimeout: time.Minute}
+	payload := make([]byte, 64<<10)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	const frames = 16
+	var want, flat []byte
+	for i := range frames {
+		h := header{typ: typeData, streamID: 1, length: uint32(len(payload))}
+		hdr, hn := w.codec.encodeData(h)
+		w.inflight = append(w.inflight[:0], refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
+		want = append(append(want, hdr[:hn]...), payload...)
+		var tail []byte
+		if i%2 == 1 { // a marker after every other batch
+			tail = w.codec.appendHeader(nil, header{typ: typePing, flags: flagSYN, length: markerFlag | uint32(i)})
+			want = append(want, tail...)
+		}
+		var err error
+		flat, err = w.writeFlat(flat, tail, true)
+		require.NoError(t, err)
+		require.Less(t, len(flat), recordSize, "batch %d: what is kept is one partial record", i)
+	}
+	w.inflight = w.inflight[:0]
+	flat, err := w.writeFlat(flat, nil, false) // nothing new: the partial record goes
+	require.NoError(t, err)
+	require.Empty(t, flat)
+	c1.Close()
+	b := <-got
+	require.Equal(t, len(want), len(b), "bytes written")
+	for i := range want {
+		if want[i] != b[i] {
+			t.Fatalf("byte %d differs: %#x, want %#x", i, b[i], want[i])
+		}
+	}
+
+	records := 0
+	for i, n := range rec.sizes {
+		records += (n + recordSize - 1) / recordSize
+		if i < len(rec.sizes)-1 {
+			require.Zero(t, n%recordSize, "write %d of %d bytes is not whole records", i, n)
+		}
+	}
+	minRecords := (len(want) + recordSize - 1) / recordSize
+	require.Equal(t, minRecords, records, "records for %d frames", frames)
 }
