@@ -38,7 +38,7 @@ const (
 
 	// maxIdleAfterBulkPairBytes bounds the heap of an idle session pair
 	// that moved bulk data first. Measured over TCP after a 1 MiB echo:
-	// 9.4-17.2 KB; what varies is the writer's batch buffer, which keeps
+	// 8.8-17.5 KB; what varies is the writer's batch buffer, which keeps
 	// the size bulk batches grew it to (sendqueue.go, takeBatch), up to
 	// ~6 KB per pair. 24 KiB leaves that room and none for a read buffer
 	// held by either end (32 KiB).
