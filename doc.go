@@ -35,6 +35,15 @@
 // bulk transfer and never loses its stream; a reader that stopped holds
 // up the other streams once, for at most that long.
 //
+// New streams push back the same way, yamux and mplex: a stream the peer
+// opens when Config.AcceptBacklog streams already wait for AcceptStream
+// stops the read loop until an AcceptStream makes room, for at most
+// Config.MaxReceiveStall since the application last accepted (or began
+// waiting in AcceptStream). A peer that opens hundreds of streams at once
+// (js-libp2p and rust-yamux don't wait for ACKs) gets every one while the
+// application keeps accepting; when nobody accepts, the streams beyond the
+// backlog are refused with a reset, at once after the first stall.
+//
 // A Session is one side of a connection: Client on one end, Server on the
 // other. Streams are net.Conns with half-close and resets that carry an
 // error code:

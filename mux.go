@@ -747,6 +747,9 @@ func (s *Session) handleStreamFrame(h header) error {
 			return &ProtocolError{Reason: "window update overflows the send window", StreamID: h.streamID}
 		}
 	}
+	if h.flags&(flagFIN|flagRST) != 0 {
+		s.br.flowEnded() // a stream's end may be its bulk flow's (readbuf.go)
+	}
 	if h.flags&flagFIN != 0 {
 		st.remoteFIN()
 	}

@@ -42,8 +42,14 @@ const (
 // buffer is held until the next quiet read, such as a keep-alive's. A
 // read that fills the small buffer takes the large one again. A burst
 // costs one small read before the large ones, and an idle session holds
-// 512 bytes instead of 32 KiB. Not safe for concurrent use: only the read
-// loop uses it.
+// 512 bytes instead of 32 KiB. A stream's end (FIN or RST, flowEnded)
+// ends its flow too: once what is buffered is consumed, the buffer goes
+// back whatever the last read brought, so that a session that goes idle
+// after a bulk transfer does not wait in 32 KiB (the last reads of a
+// transfer are large ones, and the closing frames come within bulkGrace).
+// A bulk flow whose stream stays open keeps the buffer until the next
+// quiet read: a keep-alive's ping or pong, within KeepAliveInterval. Not
+// safe for concurrent use: only the read loop uses it.
 type readBuffer struct {
 	conn     io.Reader
 	small    [smallReadSize]byte
@@ -52,6 +58,7 @@ type readBuffer struct {
 	r, w     int       // buf[r:w] is read and not consumed
 	lastRead int       // bytes the last read brought
 	lastBulk time.Time // when a read last brought quietRead or more
+	ended    bool      // a stream ended since the buffer was last drained
 	err      error     // the conn's error, returned once the buffer is consumed
 }
 
@@ -72,9 +79,9 @@ func (b *readBuffer) useBig() {
 	b.big, b.buf = big, big
 }
 
-// settle returns the large buffer once it is consumed and the last read
-// was quiet, and not within bulkGrace of a large one; or moves buffered
-// bytes to the front.
+// settle returns the large buffer once it is consumed and either a
+// stream ended or the last read was quiet, and not within bulkGrace of a
+// large one; or moves buffered bytes to the front.
 func (b *readBuffer) settle() {
 	if b.r < b.w {
 		if b.r > 0 {
@@ -84,11 +91,24 @@ func (b *readBuffer) settle() {
 		return
 	}
 	b.r, b.w = 0, 0
-	if b.big != nil && b.lastRead < quietRead && !b.bulkFlowing() {
+	if b.ended {
+		// The flow that brought the large reads may be over: the next
+		// read waits in the small buffer, and a flow still running
+		// takes the large one again when that read fills it.
+		b.ended = false
+		b.lastRead, b.lastBulk = 0, time.Time{}
+	} else if b.lastRead >= quietRead || b.bulkFlowing() {
+		return
+	}
+	if b.big != nil {
 		pool.Put(b.big)
 		b.big, b.buf = nil, b.small[:]
 	}
 }
+
+// flowEnded records that a stream ended (the read loop read its FIN or
+// RST): the large buffer goes back once what is buffered is consumed.
+func (b *readBuffer) flowEnded() { b.ended = true }
 
 // bulkFlowing reports whether a large read came within bulkGrace.
 func (b *readBuffer) bulkFlowing() bool {

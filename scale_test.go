@@ -36,6 +36,14 @@ const (
 	// fits in it: an idle read loop waits in its 512-byte small buffer.
 	maxSessionPairBytes = 16 * 1024
 
+	// maxIdleAfterBulkPairBytes bounds the heap of an idle session pair
+	// that moved bulk data first. Measured over TCP after a 1 MiB echo:
+	// 8.8-17.5 KB; what varies is the writer's batch buffer, which keeps
+	// the size bulk batches grew it to (sendqueue.go, takeBatch), up to
+	// ~6 KB per pair. 24 KiB leaves that room and none for a read buffer
+	// held by either end (32 KiB).
+	maxIdleAfterBulkPairBytes = 24 * 1024
+
 	// maxSessionPairGoroutines bounds the goroutines of an idle session
 	// pair: a read loop and a writer per end.
 	maxSessionPairGoroutines = 4
@@ -258,6 +266,47 @@ func TestScaleManySessions(t *testing.T) {
 		require.NoError(t, p.client.Close())
 		require.NoError(t, p.server.Close())
 	}
+}
+
+// Promise: a session pair that moved bulk data and then went idle holds
+// no 32 KiB read buffer (maxIdleAfterBulkPairBytes): a read loop that saw
+// the end of a bulk flow does not wait for the next frame in it (the
+// stream's end releases it: readbuf.go). Over TCP, keep-alive
+// off (a keep-alive's ping would release the buffer within
+// KeepAliveInterval; with it off nothing else arrives). Fails without the
+// release at a stream's end: 70 KB per pair, both read buffers held.
+func TestScaleIdleAfterBulk(t *testing.T) {
+	const bulk = 1 << 20
+	sessions := 100
+	if race.WithRace() {
+		sessions = 20 // the echoes are slow under the detector
+	}
+	cfg := DefaultConfig()
+	cfg.DisableKeepAlive = true
+	type pair struct{ client, server *Session }
+	conns := make([][2]net.Conn, sessions)
+	for i := range conns {
+		conns[i][0], conns[i][1] = tcpPair(t)
+	}
+	before := heapBytes()
+	pairs := make([]pair, sessions)
+	for i, c := range conns {
+		pairs[i].client, pairs[i].server = sessionPairOver(t, c[0], c[1], cfg)
+	}
+	for _, p := range pairs {
+		opened, accepted := openAccepted(t, p.client, p.server, 1)
+		echoAll(t, opened, accepted, bulk)
+		require.Eventually(t, func() bool {
+			return p.client.NumStreams() == 0 && p.server.NumStreams() == 0 && p.client.RTT() != 0 && p.server.RTT() != 0
+		}, eventually, time.Millisecond)
+	}
+	// Idle for a while: grown windows shrink and the session drops its
+	// set of grown streams and the shrink timer (path.go).
+	time.Sleep(2*shrinkAfter + shrinkAfter/2)
+
+	perPair := float64(int64(heapBytes())-int64(before)) / float64(sessions)
+	t.Logf("%d session pairs idle after a %d-byte echo: %.0f B of heap per pair (bound %d)", sessions, bulk, perPair, maxIdleAfterBulkPairBytes)
+	require.LessOrEqual(t, perPair, float64(maxIdleAfterBulkPairBytes), "idle session pair memory after bulk")
 }
 
 // Promise: 10,000 idle session pairs in one process, each of which moved

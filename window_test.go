@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -167,5 +168,101 @@ func TestWindowSessionBudget(t *testing.T) {
 		require.LessOrEqual(t, server.budget.used.Load(), int64(cfg.MaxSessionWindow))
 		require.NoError(t, client.Close())
 		require.NoError(t, server.Close())
+	})
+}
+
+// lockProbingMemory is a MemoryManager that, on every call, tries to
+// take the session's locks and those of all its streams: a lock the
+// caller holds never comes free, and the call is recorded as made under
+// it. (On simulated time a lock held by another goroutine is let go
+// before the clock moves, unless that goroutine waits while holding it,
+// which braid never does.)
+type lockProbingMemory struct {
+	countingMemory
+	sess   atomic.Pointer[Session]
+	calls  atomic.Int64
+	locked atomic.Int64 // calls made with a session or stream lock held
+}
+
+// lockProbeTries is how many times, a simulated microsecond apart, the
+// probe tries a lock before it counts it as held by its caller.
+const lockProbeTries = 100
+
+func probeLock(mu interface {
+	TryLock() bool
+	Unlock()
+}) bool {
+	for range lockProbeTries {
+		if mu.TryLock() {
+			mu.Unlock()
+			return true
+		}
+		time.Sleep(time.Microsecond)
+	}
+	return false
+}
+
+func (m *lockProbingMemory) probe() {
+	m.calls.Add(1)
+	s := m.sess.Load()
+	if s == nil {
+		return
+	}
+	if !probeLock(&s.mu) || !probeLock(&s.grownMu) {
+		m.locked.Add(1)
+		return
+	}
+	s.mu.Lock()
+	streams := make([]*Stream, 0, len(s.streams))
+	for _, st := range s.streams {
+		streams = append(streams, st)
+	}
+	s.mu.Unlock()
+	for _, st := range streams {
+		if !probeLock(&st.mu) {
+			m.locked.Add(1)
+			return
+		}
+	}
+}
+
+func (m *lockProbingMemory) ReserveMemory(size int, prio uint8) error {
+	m.probe()
+	return m.countingMemory.ReserveMemory(size, prio)
+}
+
+func (m *lockProbingMemory) ReleaseMemory(size int) {
+	m.probe()
+	m.countingMemory.ReleaseMemory(size)
+}
+
+// Promise: the memory manager is called with no session or stream lock
+// held (issue #15's Shape): on a new stream either way, the path's window
+// granted with the SYN and the ACK, growth, the idle shrink and the
+// streams' end.
+func TestMemoryManagerOutsideLocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := &lockProbingMemory{}
+		cfg := DefaultConfig()
+		cfg.Memory = mem
+		c1, c2 := slowconn.Pipe(longLink())
+		client, err := Client(c1, nil)
+		require.NoError(t, err)
+		server, err := Server(c2, cfg)
+		require.NoError(t, err)
+		mem.sess.Store(server)
+		time.Sleep(time.Second)                         // the RTT probes come back: the path is known
+		_, in := transfer(t, client, server, 8<<20)     // incoming, ACK grant, growth
+		out, peer := transfer(t, server, client, 1<<20) // outgoing, SYN grant
+		time.Sleep(3 * shrinkAfter)                     // idle: shrink
+		require.EqualValues(t, 2*InitialStreamWindow, mem.reserved.Load(), "both idle windows shrank")
+		for _, st := range []*Stream{in, out, peer} {
+			require.NoError(t, st.Close())
+		}
+		require.NoError(t, client.Close())
+		require.NoError(t, server.Close())
+		require.Zero(t, mem.reserved.Load())
+		require.Greater(t, mem.calls.Load(), int64(5))
+		require.Zero(t, mem.locked.Load(), "memory manager calls made with a session or stream lock held")
 	})
 }

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/braidmux/braid"
 	"github.com/braidmux/braid/bench/internal/contenders"
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 	yamux "github.com/libp2p/go-yamux/v5"
 )
@@ -356,4 +360,281 @@ func newStreamRun(c contenders.Contender, link slowconn.Link, warm, bulk int64, 
 		to90 = elapsed
 	}
 	return elapsed, to90, <-sent
+}
+
+// A burst of small frames, as a raw yamux peer sends it: the read path's
+// fast case (issue #15, target 3). An idle braid session waits in a
+// 512-byte buffer (readbuf.go); a burst must still come in through one
+// large buffer, many frames per conn read.
+const (
+	burstFrames  = 1000
+	burstPayload = 64
+)
+
+// readCounter counts the Read calls that reach a conn.
+type readCounter struct {
+	net.Conn
+	reads *atomic.Uint64
+}
+
+func (c readCounter) Read(p []byte) (int, error) {
+	c.reads.Add(1)
+	return c.Conn.Read(p)
+}
+
+// rawYamuxPeer is a hand-written yamux client on conn: it answers pings
+// and drops everything else it receives, and writes bursts of frames.
+type rawYamuxPeer struct {
+	conn   net.Conn
+	mu     sync.Mutex // serializes writes on conn
+	nextID uint32
+	done   chan error // the responder's end
+}
+
+func newRawYamuxPeer(conn net.Conn) *rawYamuxPeer {
+	p := &rawYamuxPeer{conn: conn, nextID: 1, done: make(chan error, 1)}
+	go p.respond()
+	return p
+}
+
+func yamuxHeader(b []byte, typ uint8, flags uint16, id, length uint32) {
+	b[0], b[1] = 0, typ
+	binary.BigEndian.PutUint16(b[2:], flags)
+	binary.BigEndian.PutUint32(b[4:], id)
+	binary.BigEndian.PutUint32(b[8:], length)
+}
+
+// respond reads frames until the conn closes; a ping request gets its
+// pong, data is dropped.
+func (p *rawYamuxPeer) respond() {
+	const typeData, typePing, flagSYN, flagACK = 0, 2, 1, 2
+	var h [12]byte
+	for {
+		if _, err := io.ReadFull(p.conn, h[:]); err != nil {
+			p.done <- err
+			return
+		}
+		typ, flags, length := h[1], binary.BigEndian.Uint16(h[2:]), binary.BigEndian.Uint32(h[8:])
+		switch {
+		case typ == typeData && length > 0:
+			if _, err := io.CopyN(io.Discard, p.conn, int64(length)); err != nil {
+				p.done <- err
+				return
+			}
+		case typ == typePing && flags&flagSYN != 0:
+			var pong [12]byte
+			yamuxHeader(pong[:], typePing, flagACK, 0, length)
+			p.mu.Lock()
+			_, err := p.conn.Write(pong[:])
+			p.mu.Unlock()
+			if err != nil {
+				p.done <- err
+				return
+			}
+		}
+	}
+}
+
+// burst writes, in one conn write, a new stream: frames data frames of
+// payload bytes each, SYN on the first, and an empty window update with
+// FIN, as go-yamux ends a stream. (A FIN on the last data frame would do,
+// but go-yamux's receiver can then return io.EOF before that frame's
+// payload: its Read sees the FIN before the data is buffered.) buf is the
+// burst's memory, kept between calls.
+func (p *rawYamuxPeer) burst(buf *[]byte, frames, payload int) error {
+	const typeData, typeWindowUpdate, flagSYN, flagFIN = 0, 1, 1, 4
+	id := p.nextID
+	p.nextID += 2
+	size := frames*(12+payload) + 12
+	if len(*buf) != size {
+		*buf = make([]byte, size)
+	}
+	for i := range frames {
+		var flags uint16
+		if i == 0 {
+			flags = flagSYN
+		}
+		yamuxHeader((*buf)[i*(12+payload):], typeData, flags, id, uint32(payload))
+	}
+	yamuxHeader((*buf)[size-12:], typeWindowUpdate, flagFIN, id, 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := p.conn.Write(*buf)
+	return err
+}
+
+// BenchmarkBurstRead: a raw yamux peer writes a new stream's 1,000 frames
+// of 64 B in one conn write, and the receiver, braid or go-yamux over
+// loopback TCP, reads the stream to its FIN. One op is one burst on an
+// idle session; reads/op is the conn reads the receiver made for it (the
+// burst is 76,012 bytes) and frames/read the frames one read brought in.
+func BenchmarkBurstRead(b *testing.B) {
+	receivers := []struct {
+		name string
+		new  func(net.Conn) (contenders.Session, error)
+	}{
+		{"braid", func(c net.Conn) (contenders.Session, error) {
+			s, err := braid.Server(c, nil)
+			return braidSess{s}, err
+		}},
+		{"yamux", func(c net.Conn) (contenders.Session, error) {
+			cfg := yamux.DefaultConfig()
+			cfg.LogOutput = io.Discard
+			s, err := yamux.Server(c, cfg, nil)
+			return yamuxSess{s}, err
+		}},
+	}
+	for _, r := range receivers {
+		b.Run("impl="+r.name, func(b *testing.B) {
+			c1, c2, err := slowdown.TCPPair()
+			if err != nil {
+				b.Fatal(err)
+			}
+			reads := new(atomic.Uint64)
+			server, err := r.new(readCounter{c2, reads})
+			if err != nil {
+				b.Fatal(err)
+			}
+			peer := newRawYamuxPeer(c1)
+			defer func() {
+				server.Close()
+				c1.Close()
+				<-peer.done
+			}()
+			buf := make([]byte, 64*1024)
+			var burst []byte
+			b.SetBytes(burstFrames * burstPayload)
+			b.ReportAllocs()
+			b.ResetTimer()
+			reads0 := reads.Load()
+			for range b.N {
+				if err := peer.burst(&burst, burstFrames, burstPayload); err != nil {
+					b.Fatal(err)
+				}
+				st, err := server.Accept()
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got int
+				for {
+					n, err := st.Read(buf)
+					got += n
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if got != burstFrames*burstPayload {
+					b.Fatalf("read %d bytes of %d", got, burstFrames*burstPayload)
+				}
+				st.Close()
+			}
+			b.StopTimer()
+			perOp := float64(reads.Load()-reads0) / float64(b.N)
+			b.ReportMetric(perOp, "reads/op")
+			b.ReportMetric(burstFrames/perOp, "frames/read")
+		})
+	}
+}
+
+// idleSessionPairs is how many session pairs BenchmarkIdleSessions holds
+// at once (as the issue #15 figures were taken; 2,000 loopback TCP
+// sockets fit the machine's file-descriptor limit).
+const idleSessionPairs = 1000
+
+// BenchmarkIdleSessions: idleSessionPairs idle session pairs of each
+// contender over loopback TCP, each of which moved 1 KiB on one stream
+// that was then closed at both ends. Reports the heap one pair costs,
+// both ends and the TCP conns' Go objects included (raw: the conns
+// alone, the 1 KiB written on the conn itself), and its goroutines.
+// Issue #15: braid <= 16 KiB and <= 4 goroutines.
+func BenchmarkIdleSessions(b *testing.B) {
+	impls := []contenders.Contender{rawOne(), contenders.Braid(true), contenders.Yamux(), contenders.Hashicorp()}
+	for _, c := range impls {
+		b.Run("impl="+c.Name, func(b *testing.B) {
+			var heap, goroutines float64
+			for range b.N {
+				h, g, err := idleSessions(c, idleSessionPairs, c.Name == "raw")
+				if err != nil {
+					b.Fatal(err)
+				}
+				heap += h
+				goroutines += g
+			}
+			b.ReportMetric(heap/float64(b.N), "B/pair")
+			b.ReportMetric(goroutines/float64(b.N), "goroutines/pair")
+		})
+	}
+}
+
+// idleHeap returns the live heap after two collections (the second
+// empties sync.Pool's victim caches, the buffer pool's included).
+func idleHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// idleSessions makes n session pairs of c over loopback TCP, moves 1 KiB
+// on one stream of each and closes it (raw: the conn is the stream, and
+// stays open), and returns the heap and goroutines per pair while they
+// sit idle.
+func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, goroutinesPerPair float64, err error) {
+	type pair struct{ client, server contenders.Session }
+	pairs := make([]pair, 0, n)
+	defer func() {
+		for _, p := range pairs {
+			p.client.Close()
+			p.server.Close()
+		}
+	}()
+	goroutines := runtime.NumGoroutine()
+	before := idleHeap()
+	msg := make([]byte, 1024)
+	for range n {
+		c1, c2, err := slowdown.TCPPair()
+		if err != nil {
+			return 0, 0, err
+		}
+		client, server, err := c.New(c1, c2)
+		if err != nil {
+			c1.Close()
+			c2.Close()
+			return 0, 0, err
+		}
+		pairs = append(pairs, pair{client, server})
+		st, err := client.Open(context.Background())
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := st.Write(msg); err != nil {
+			return 0, 0, err
+		}
+		peer, err := server.Accept()
+		if err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.ReadFull(peer, make([]byte, len(msg))); err != nil {
+			return 0, 0, err
+		}
+		if !raw {
+			if err := st.Close(); err != nil {
+				return 0, 0, err
+			}
+			if _, err := io.Copy(io.Discard, peer); err != nil {
+				return 0, 0, err
+			}
+			if err := peer.Close(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
+	heapPerPair = float64(int64(idleHeap())-int64(before)) / float64(n)
+	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(n)
+	return heapPerPair, goroutinesPerPair, nil
 }

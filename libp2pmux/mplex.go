@@ -15,9 +15,11 @@ var MplexTransport = mustNewTransport(MplexConfig())
 
 // hostMplexAcceptBacklog is the accept backlog of mplex sessions. mplex
 // has no stream acknowledgement, so an opener can't be made to wait as
-// yamux's ACK backlog makes it (braid.DefaultMaxUnackedStreams): a burst
-// of new streams must fit the backlog between two passes of the host's
-// accept loop, or the streams beyond it are reset. 1024 is of the order
+// yamux's ACK backlog makes it (braid.DefaultMaxUnackedStreams). A burst
+// of new streams beyond the backlog makes the session stop reading (TCP
+// pushes back on the opener) until the host's accept loop makes room, for
+// at most Config.MaxReceiveStall; only streams beyond it that nobody
+// accepts in that time are reset. 1024 is of the order
 // of go-libp2p's default per-peer inbound stream limit; the resource
 // manager, asked before every incoming stream, stays the real bound.
 const hostMplexAcceptBacklog = 1024
