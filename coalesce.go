@@ -71,11 +71,12 @@ type writerStats struct {
 //
 // Locks and owners: mu guards the control queue, the scheduler (and
 // through it every stream's streamSend and sendQueue) and the in-flight
-// bound. It is taken with no other lock held (streams release Stream.mu
-// before they call the writer) and the writer takes no other lock under
-// it. The batch (b) and flat belong to run: take fills b under mu, write
-// reads it without mu (the by-reference payloads stay valid: their
-// streams wait in sendRef until complete), complete empties it under mu.
+// bound. It is taken with no other braid lock held (streams release
+// Stream.mu before they call the writer), and none is taken under it (a
+// failed write closes the conn under it). The batch (b) and flat belong to
+// run: takeLocked fills b under mu, writeBatch reads it without mu (the
+// by-reference payloads stay valid: their streams wait in sendRef until
+// complete), complete empties it under mu.
 type writer struct {
 	conn         net.Conn
 	codec        codec
