@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	pool "github.com/libp2p/go-buffer-pool"
 )
 
 // Writer bounds. Each is a memory bound on what peers and local streams can
@@ -249,6 +251,7 @@ func (w *writer) waitLocked() bool {
 		}
 		w.idle = true
 		w.mu.Unlock()
+		w.releaseBuffers()
 		<-w.wake
 		w.mu.Lock()
 	}
@@ -279,6 +282,28 @@ func (w *writer) waitLocked() bool {
 	return true
 }
 
+// releaseBuffers returns the batch buffers to the pool while the writer
+// parks, so that a session idle after bulk traffic holds none of what its
+// batches grew to; takeLocked and writeBatch take them again from the pool
+// (no allocation) when frames come. Only run calls it, without mu: the
+// buffers are run's.
+func (w *writer) releaseBuffers() {
+	if w.b.data != nil {
+		pool.Put(w.b.data[:cap(w.b.data)])
+		w.b.data = nil
+	}
+	if w.flat != nil && len(w.flat) == 0 {
+		pool.Put(w.flat[:cap(w.flat)])
+		w.flat = nil
+	}
+	clear(w.b.vec[:cap(w.b.vec)]) // no reference into the buffers given back
+}
+
+// batchBufSize is the pooled buffer a batch's copied frames or a flat
+// batch start in: the batch bound and one more frame of copied payload,
+// so that appending to it does not allocate.
+func batchBufSize(maxBatch int) int { return maxBatch + refThreshold + headerSize }
+
 // takeLocked takes the batch into w.b: every control frame, then the
 // streams' frames in the scheduler's order up to the batch bound (lower
 // while the in-flight bound holds data back), then a marker if one is
@@ -292,6 +317,9 @@ func (w *writer) takeLocked() {
 	if r := w.bound.room(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(copySlack))
+	}
+	if b.data == nil && w.sched.queued > 0 {
+		b.data = pool.Get(batchBufSize(w.maxBatch))
 	}
 	b.data, b.ends, b.size = b.data[:0], b.ends[:0], len(b.ctrl)
 	w.sched.take(b, refLimit, limit)
@@ -336,6 +364,9 @@ func (w *writer) writeBatch() error {
 		} else {
 			// flat starts with the last batch's partial record.
 			took := len(b.ctrl)+len(b.data)+len(b.refs)+len(b.tail) > 0
+			if w.flat == nil {
+				w.flat = pool.Get(batchBufSize(w.maxBatch))[:0]
+			}
 			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took)
 		}
 	} else {

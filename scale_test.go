@@ -37,12 +37,12 @@ const (
 	maxSessionPairBytes = 16 * 1024
 
 	// maxIdleAfterBulkPairBytes bounds the heap of an idle session pair
-	// that moved bulk data first. Measured over TCP after a 1 MiB echo:
-	// 8.8-17.5 KB; what varies is the writer's batch buffer, which keeps
-	// the size bulk batches grew it to (sendqueue.go, takeBatch), up to
-	// ~6 KB per pair. 24 KiB leaves that room and none for a read buffer
-	// held by either end (32 KiB).
-	maxIdleAfterBulkPairBytes = 24 * 1024
+	// that moved bulk data first: the same 16 KiB as an idle pair that
+	// never did. The read buffer goes back to the pool at a stream's end
+	// and the writer's batch buffers whenever it parks
+	// (writer.releaseBuffers); measured over TCP after a 1 MiB echo:
+	// 7.2-9.5 KB per pair (8.8-17.5 KB while the writer kept them).
+	maxIdleAfterBulkPairBytes = maxSessionPairBytes
 
 	// maxSessionPairGoroutines bounds the goroutines of an idle session
 	// pair: a read loop and a writer per end.

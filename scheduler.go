@@ -15,7 +15,8 @@ const maxFreeQueues = 64
 type scheduler struct {
 	codec      codec
 	maxBatch   int // the batch bound; a pass's quanta add up to it
-	frameMax   int // the largest data frame payload made of a by-reference write
+	frameMax   int // the payload of a by-reference write's frames but its last
+	frameLimit int // the codec's bound on a data frame's payload; 0 means none
 	ring       []*streamSend
 	ringSpare  []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues []*sendQueue  // empty send queues kept for reuse
@@ -23,14 +24,35 @@ type scheduler struct {
 }
 
 // newScheduler makes a scheduler for batches of maxBatch bytes. A frame of
-// a by-reference write carries at most one batch, within the codec's bound.
+// a by-reference write carries at most one batch, within the codec's bound
+// (refFrameLen).
 func newScheduler(c codec, maxBatch int) scheduler {
+	m := c.caps().maxDataFrame
 	frameMax := maxBatch
-	if m := c.caps().maxDataFrame; m > 0 {
+	if m > 0 {
 		frameMax = min(maxBatch, m)
 	}
-	return scheduler{codec: c, maxBatch: maxBatch, frameMax: frameMax}
+	return scheduler{codec: c, maxBatch: maxBatch, frameMax: frameMax, frameLimit: m}
 }
+
+// refFrameLen is the payload of the next frame of a by-reference write with
+// rest bytes left: at most one batch, except that a remainder of less than
+// a quarter batch (remainderShare) rides with it, within the codec's bound.
+// A Write of 64 KiB plus a 4-byte length prefix is then one frame and one
+// batch, not a second, 4-byte frame with a batch, a system call (and, over
+// TLS, a record) of its own.
+func (sc *scheduler) refFrameLen(rest int) int {
+	if rest-sc.frameMax < sc.frameMax/remainderShare && (sc.frameLimit == 0 || rest <= sc.frameLimit) {
+		return rest
+	}
+	return sc.frameMax
+}
+
+// remainderShare: a by-reference write's last frame may carry up to
+// 1/remainderShare of a batch beyond it (refFrameLen); a quarter keeps a
+// frame within 1.25 batches, so the batch bound still bounds what a small
+// frame waits behind.
+const remainderShare = 4
 
 // busy reports whether any stream has frames queued.
 func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
@@ -158,7 +180,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 	data, ends, refs, size := b.data, b.ends, b.refs, b.size
 	for len(sc.ring) > 0 && size < limit {
 		quantum := max(sc.maxBatch/len(sc.ring), 1)
-		progress, short := false, false
+		progress, short, full := false, false, false
 		served := 0
 		for _, s := range sc.ring {
 			if size >= limit {
@@ -166,7 +188,11 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 			}
 			served++
 			q := s.q
-			q.deficit += quantum
+			if q.resume {
+				q.resume = false // the last batch ended inside its turn: go on with its credit
+			} else {
+				q.deficit += quantum
+			}
 			for q.endHead < len(q.ends) {
 				end := int(q.ends[q.endHead])
 				n := end - q.head
@@ -175,6 +201,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 					break
 				}
 				if size > 0 && size+n > limit {
+					full = true
 					break
 				}
 				data = append(data, q.buf[q.head:end]...)
@@ -186,7 +213,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 				progress = true
 			}
 			for q.endHead == len(q.ends) && q.hasRef {
-				p := min(len(q.ref.rest), sc.frameMax)
+				p := sc.refFrameLen(len(q.ref.rest))
 				n := headerSize + p
 				if n > q.deficit {
 					short = true
@@ -207,6 +234,16 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 			if q.waiting && q.pending() < sc.streamLimit() {
 				q.waiting = false
 				s.notify()
+			}
+			if full {
+				// Stopped by the batch's end, not by its credit: its turn
+				// goes on first in the next batch, with the credit it has
+				// left and no new quantum (deficit round robin across
+				// batches), so that neither it nor the streams behind it
+				// are starved by where batches happen to end.
+				q.resume = true
+				served--
+				break
 			}
 		}
 		// Streams not reached keep their turn; served ones go behind

@@ -121,9 +121,11 @@ func TestScheduler(t *testing.T) {
 		name: "refLimit and limit", maxBatch: 65536, streams: 2,
 		steps: []schedStep{
 			{push: []schedPush{{stream: 0, ref: 20000}, {stream: 1, frames: frames(40, 1000)}},
-				held: true, room: 0, want: []int{0, 16000}, ring: []int{0, 1}},
-			{held: true, room: 5000, want: []int{20000 + headerSize, 1000}, ring: []int{1}},
-			{want: []int{0, 23000}, ring: []int{}},
+				held: true, room: 0, want: []int{0, 16000}, ring: []int{1, 0}}, // 1 stopped by the batch: it keeps its turn
+			// 1 goes on with what is left of its credit (16768: 16 frames),
+			// then 0's by-reference frame is past refLimit.
+			{held: true, room: 5000, want: []int{0, 16000}, ring: []int{1, 0}},
+			{want: []int{20000 + headerSize, 8000}, ring: []int{}},
 		},
 	}, {
 		// Rule: a dropped stream's frames are never taken, copied or by
@@ -293,4 +295,47 @@ func TestSchedulerDropAndFail(t *testing.T) {
 			require.Equal(t, fmt.Sprint(payload[1200:]), fmt.Sprint(rest), "the copied rest, in order")
 		})
 	}
+}
+
+// TestSchedulerBatchEndsDontStarve: when frames don't divide the batch, a
+// turn cut by the batch's end goes on first in the next batch with the
+// credit it has left. Four busy streams of 16,383-byte payloads (four
+// frames just miss a 64 KiB batch): before, the fourth stream was cut every
+// batch, stayed last and sent nothing at all; now every stream sends the
+// same bytes within one frame.
+func TestSchedulerBatchEndsDontStarve(t *testing.T) {
+	const (
+		batchSize = 64 << 10
+		streams   = 4
+		payload   = 16383 // a frame of 16,395 bytes: four are 44 bytes over a batch
+		batches   = 50
+	)
+	sc := newScheduler(yamuxCodec{}, batchSize)
+	ss := make([]*streamSend, streams)
+	for i := range ss {
+		ss[i] = new(streamSend)
+	}
+	refill := func() {
+		for i, s := range ss {
+			for s.q == nil || s.q.pending() < 4*(payload+headerSize) {
+				sc.push(s, header{typ: typeData, streamID: uint32(i + 1), length: payload}, make([]byte, payload))
+			}
+		}
+	}
+	sent := make([]int, streams)
+	var b batch
+	for range batches {
+		refill()
+		b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
+		sc.take(&b, batchSize, batchSize)
+		for i, n := range takenBytes(t, &b, streams) {
+			sent[i] += n
+		}
+	}
+	lo, hi := sent[0], sent[0]
+	for _, n := range sent {
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	require.Positive(t, lo, "bytes sent per stream: %v", sent)
+	require.LessOrEqual(t, hi-lo, payload+headerSize, "bytes sent per stream: %v", sent)
 }

@@ -99,6 +99,7 @@ type sendQueue struct {
 	ref     pendingRef // valid while hasRef
 	hasRef  bool
 	deficit int  // deficit round robin credit, in bytes
+	resume  bool // its turn was cut by the end of a batch: it goes on in the next (scheduler.take)
 	waiting bool // the stream waits for the queue to shrink
 }
 
