@@ -299,10 +299,18 @@ func (w *writer) releaseBuffers() {
 	clear(w.b.vec[:cap(w.b.vec)]) // no reference into the buffers given back
 }
 
-// batchBufSize is the pooled buffer a batch's copied frames or a flat
-// batch start in: the batch bound and one more frame of copied payload,
-// so that appending to it does not allocate.
+// batchBufSize bounds the pooled buffer a batch's copied frames start in:
+// the batch bound and one more frame of copied payload.
 func batchBufSize(maxBatch int) int { return maxBatch + refThreshold + headerSize }
+
+// flatBufSize is what writeFlat may append for b after an empty flat: its
+// control and copied frames, for each by-reference frame its header and at
+// most two records of payload (to the next boundary, and the last
+// partial record), and the marker. Sized to the batch, a lone ping takes
+// a small buffer, not a batch's.
+func flatBufSize(b *batch) int {
+	return len(b.ctrl) + len(b.data) + len(b.refs)*(headerSize+2*recordSize) + len(b.tail)
+}
 
 // takeLocked takes the batch into w.b: every control frame, then the
 // streams' frames in the scheduler's order up to the batch bound (lower
@@ -319,7 +327,8 @@ func (w *writer) takeLocked() {
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(copySlack))
 	}
 	if b.data == nil && w.sched.queued > 0 {
-		b.data = pool.Get(batchBufSize(w.maxBatch))
+		// take copies at most what is queued: the buffer never grows.
+		b.data = pool.Get(min(w.sched.queued, batchBufSize(w.maxBatch)))
 	}
 	b.data, b.ends, b.size = b.data[:0], b.ends[:0], len(b.ctrl)
 	w.sched.take(b, refLimit, limit)
@@ -365,7 +374,7 @@ func (w *writer) writeBatch() error {
 			// flat starts with the last batch's partial record.
 			took := len(b.ctrl)+len(b.data)+len(b.refs)+len(b.tail) > 0
 			if w.flat == nil {
-				w.flat = pool.Get(batchBufSize(w.maxBatch))[:0]
+				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
 			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took)
 		}
