@@ -637,12 +637,17 @@ func (s *Session) readLoop() {
 	defer close(s.readDone)
 	err := s.readFrames()
 	s.br.release()
-	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) {
-		// The writer failed first and closed the conn to stop us.
+	var gaErr *GoAwayError
+	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) &&
+		!errors.As(err, &gaErr) && !errors.Is(err, ErrProtocol) {
+		// The writer failed first and closed the conn to stop us. What
+		// the peer said before its end went away (a go-away with a code,
+		// or the frame that broke the protocol) still says more: a peer
+		// that sends a go-away and closes the conn can fail a write of
+		// ours that was under way (a pong, an ACK) before we read it.
 		err = werr
 	}
 	err = hideEOF(err)
-	var gaErr *GoAwayError
 	s.mu.Lock()
 	goneAway := s.remoteGoAway
 	s.mu.Unlock()
