@@ -881,12 +881,8 @@ func (s *Session) incomingStream(id uint32) error {
 func (s *Session) awaitAcceptRoom() bool {
 	stall := s.cfg.MaxReceiveStall
 	start := time.Now()
-	var t *time.Timer
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
+	var t stallTimer
+	defer t.stop()
 	s.mu.Lock()
 	for {
 		if s.closing || s.localGoAway {
@@ -908,16 +904,7 @@ func (s *Session) awaitAcceptRoom() bool {
 		}
 		wait := waitChan(&s.acceptRoom)
 		s.mu.Unlock()
-		if t == nil {
-			t = time.NewTimer(left)
-		} else {
-			t.Reset(left)
-		}
-		select {
-		case <-wait:
-		case <-t.C:
-		case <-s.closedCh:
-		}
+		t.wait(left, wait, s.closedCh) // closed: the loop's first check refuses
 		s.mu.Lock()
 	}
 }

@@ -543,12 +543,8 @@ func (s *Stream) admit(n uint32) admission {
 // dropped).
 func (s *Stream) awaitRoom(n uint32) bool {
 	stall := s.session.cfg.MaxReceiveStall
-	var t *time.Timer
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
+	var t stallTimer
+	defer t.stop()
 	s.mu.Lock()
 	for {
 		if s.readState != halfOpen || s.recv.size == 0 || s.recv.size+int(n) <= s.session.cfg.MaxReceiveBuffer {
@@ -562,15 +558,7 @@ func (s *Stream) awaitRoom(n uint32) bool {
 		}
 		wait := waitChan(&s.roomWait)
 		s.mu.Unlock()
-		if t == nil {
-			t = time.NewTimer(left)
-		} else {
-			t.Reset(left)
-		}
-		select {
-		case <-wait:
-		case <-t.C:
-		case <-s.session.closedCh:
+		if t.wait(left, wait, s.session.closedCh) {
 			return true // the frame is dropped with the session
 		}
 		s.mu.Lock()
