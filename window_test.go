@@ -51,6 +51,19 @@ func transfer(t *testing.T, from, to *Session, n int) (*Stream, *Stream) {
 	return st, peer
 }
 
+// longLinkPair makes a client with the default configuration and a server
+// with cfg over slowconn's long link (longLink), the receive-window tests'
+// pair: the server's windows and memory manager are what they look at.
+func longLinkPair(t *testing.T, cfg *Config) (client, server *Session) {
+	t.Helper()
+	c1, c2 := slowconn.Pipe(longLink())
+	client, err := Client(c1, nil)
+	require.NoError(t, err)
+	server, err = Server(c2, cfg)
+	require.NoError(t, err)
+	return client, server
+}
+
 // Promise: on a path the session knows, a stream's receive window starts
 // at the path's window (granted with the ACK; with the SYN for streams we
 // open), reserved from the memory manager; an idle stream shrinks back to
@@ -62,11 +75,7 @@ func TestWindowPathStartAndIdleShrink(t *testing.T) {
 		mem := &countingMemory{}
 		cfg := DefaultConfig()
 		cfg.Memory = mem
-		c1, c2 := slowconn.Pipe(longLink())
-		client, err := Client(c1, nil)
-		require.NoError(t, err)
-		server, err := Server(c2, cfg)
-		require.NoError(t, err)
+		client, server := longLinkPair(t, cfg)
 		defer client.Close()
 		defer server.Close()
 		time.Sleep(time.Second) // the RTT probes come back
@@ -110,11 +119,7 @@ func TestWindowStartBounds(t *testing.T) {
 		mem := &refusingMemory{must: streamPriority}
 		cfg := DefaultConfig()
 		cfg.Memory = mem
-		c1, c2 := slowconn.Pipe(longLink())
-		client, err := Client(c1, nil)
-		require.NoError(t, err)
-		server, err := Server(c2, cfg)
-		require.NoError(t, err)
+		client, server := longLinkPair(t, cfg)
 		time.Sleep(time.Second)
 		_, peer := transfer(t, client, server, 1<<20)
 		peer.mu.Lock()
@@ -147,11 +152,7 @@ func TestWindowSessionBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.MaxSessionWindow = int(cfg.MaxStreamWindow) - InitialStreamWindow
-		c1, c2 := slowconn.Pipe(longLink())
-		client, err := Client(c1, nil)
-		require.NoError(t, err)
-		server, err := Server(c2, cfg)
-		require.NoError(t, err)
+		client, server := longLinkPair(t, cfg)
 		time.Sleep(time.Second)
 		var peers []*Stream
 		for range 3 {
@@ -245,11 +246,7 @@ func TestMemoryManagerOutsideLocks(t *testing.T) {
 		mem := &lockProbingMemory{}
 		cfg := DefaultConfig()
 		cfg.Memory = mem
-		c1, c2 := slowconn.Pipe(longLink())
-		client, err := Client(c1, nil)
-		require.NoError(t, err)
-		server, err := Server(c2, cfg)
-		require.NoError(t, err)
+		client, server := longLinkPair(t, cfg)
 		mem.sess.Store(server)
 		time.Sleep(time.Second)                         // the RTT probes come back: the path is known
 		_, in := transfer(t, client, server, 8<<20)     // incoming, ACK grant, growth
