@@ -167,8 +167,16 @@ func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 		return nil, err
 	}
 	if extra > 0 {
-		st.grownIn = true
-		s.trackGrown(st)
+		// The stream is in the table: a session shutdown may release it
+		// meanwhile (releaseStream), so grownIn changes under its mu, as
+		// in acceptGrant, and a removed stream is not tracked.
+		st.mu.Lock()
+		track := !st.grownIn && !st.removed
+		st.grownIn = st.grownIn || track
+		st.mu.Unlock()
+		if track {
+			s.trackGrown(st)
+		}
 	}
 	h := header{typ: typeWindowUpdate, flags: flagSYN, streamID: st.id, length: extra}
 	if err := s.w.queueCtrl(h, ctx.Done()); err != nil {
