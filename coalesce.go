@@ -390,8 +390,8 @@ func (w *writer) writeBatch() error {
 
 // complete finishes the batch written with err: its by-reference frames'
 // streams are done with them (refWritten), and a write error becomes the
-// writer's, closing the conn. Then, after a full batch, it yields. It takes
-// mu.
+// writer's, closing the conn. Then, after a full batch with nothing left
+// queued, it yields. It takes mu.
 func (w *writer) complete(err error) {
 	b := &w.b
 	w.mu.Lock()
@@ -408,12 +408,17 @@ func (w *writer) complete(err error) {
 		// Wake the read loop: the session ends with this error.
 		_ = w.conn.Close()
 	}
+	idle := len(w.ctrl) == 0 && !w.sched.busy()
 	w.mu.Unlock()
-	if b.size >= w.maxBatch/2 {
-		// A full batch: the conn is the bottleneck and the writer
-		// could run for a whole time slice without parking. Let the
-		// goroutines it just woke (or that queued a small frame) run
-		// first; it costs one scheduler pass per large write.
+	if idle && b.size >= w.maxBatch/2 {
+		// A full batch and nothing queued behind it: the writer would
+		// park now, and the goroutines it just woke (a Write whose
+		// frame it finished, a reader waiting for a window update)
+		// are about to queue the next frames. Let them run first, so
+		// that the writer finds those frames instead of parking and
+		// being woken for each. With more queued it goes straight on:
+		// a yield there only delays frames already waiting (measured,
+		// README "Tried and not kept").
 		runtime.Gosched()
 	}
 	if cap(w.flat) > 4*w.maxBatch {
