@@ -778,7 +778,11 @@ func (s *Session) handleStreamFrame(h header) error {
 
 // readPayload reads a data frame's n payload bytes into st's buffer: a
 // small payload is copied there from the read buffer, a larger one read
-// into a pooled buffer of its own, which st keeps.
+// into a pooled buffer of its own, which st keeps. When the read buffer
+// holds a large part of the payload and nothing after it, that buffer
+// itself goes to st (readBuffer.handOff) instead of a copy: the header's
+// read brings up to 32 KiB of a bulk frame's payload with it, and over
+// TLS the rest of its first record.
 func (s *Session) readPayload(st *Stream, n uint32) error {
 	if n <= maxSmallPayload {
 		p, err := s.br.Peek(int(n))
@@ -793,16 +797,26 @@ func (s *Session) readPayload(st *Stream, n uint32) error {
 		_, err = s.br.Discard(int(n))
 		return err
 	}
-	p := pool.Get(int(n))
-	if _, err := io.ReadFull(s.br, p); err != nil {
-		pool.Put(p)
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	head, base := s.br.handOff(int(n))
+	var rest []byte
+	if len(head) < int(n) {
+		rest = pool.Get(int(n) - len(head))
+		if _, err := io.ReadFull(s.br, rest); err != nil {
+			pool.Put(rest)
+			if base != nil {
+				pool.Put(base)
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
 		}
-		return err
+	}
+	if base == nil {
+		head, base, rest = rest, rest, nil
 	}
 	s.arrived(n)
-	st.receive(p)
+	st.receive(head, base, rest)
 	return nil
 }
 

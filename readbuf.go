@@ -218,6 +218,29 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// minHandOff is the least of a large buffer's capacity that what is
+// buffered must fill for handOff to give the buffer away rather than have
+// it copied: a pool Get and Put cost about as much as a copy of a few KiB,
+// and a stream that holds the buffer unread holds at most this share of it
+// as payload.
+const minHandOff = readBufferSize / 2
+
+// handOff gives away the large buffer when it holds at least minHandOff
+// bytes, all of them within the next max bytes (a frame's payload, so
+// nothing after the payload has to be moved): it returns those bytes and
+// the pooled buffer that holds them, which the caller owns now, and the
+// reader goes on in a new buffer. Otherwise it returns nils.
+func (b *readBuffer) handOff(max int) (data, base []byte) {
+	n := b.buffered()
+	if b.big == nil || n < minHandOff || n > max {
+		return nil, nil
+	}
+	data, base = b.big[b.r:b.w], b.big
+	b.big, b.buf = nil, b.small[:]
+	b.r, b.w = 0, 0
+	return data, base
+}
+
 // release returns the large buffer, if held; the read loop calls it when
 // it ends.
 func (b *readBuffer) release() {

@@ -57,3 +57,41 @@ func TestReadBufferReleasedAtStreamEnd(t *testing.T) {
 		b.release()
 	}
 }
+
+// Promise: a frame's payload that fills the large read buffer, with
+// nothing after it, is handed over with the buffer itself (no copy), and
+// the reader goes on in a new one; a payload with the next frame behind it
+// in the buffer, or one that fills little of it, is not (readPayload then
+// copies it).
+func TestReadBufferHandOff(t *testing.T) {
+	part := make([]byte, readBufferSize-headerSize)
+	for i := range part {
+		part[i] = byte(i)
+	}
+	r := &scriptedReader{chunks: [][]byte{append(make([]byte, headerSize), part...), {1, 2, 3}}}
+	b := newReadBuffer(r)
+	_, err := b.Peek(smallReadSize + 1)
+	require.NoError(t, err)
+	_, err = b.Discard(headerSize)
+	require.NoError(t, err)
+
+	data, base := b.handOff(len(part) - 1) // the next frame's bytes are buffered too
+	require.Nil(t, data)
+	require.Nil(t, base)
+
+	data, base = b.handOff(64 * 1024)
+	require.Equal(t, part, data)
+	require.Len(t, base, readBufferSize)
+	require.Equal(t, 0, b.buffered())
+	c, err := b.ReadByte() // the reader goes on, in a buffer of its own
+	require.NoError(t, err)
+	require.Equal(t, byte(1), c)
+	require.Equal(t, part, data, "the handed-over bytes were overwritten")
+
+	small := &scriptedReader{chunks: [][]byte{make([]byte, minHandOff-1)}}
+	b = newReadBuffer(small)
+	_, err = b.Peek(smallReadSize + 1)
+	require.NoError(t, err)
+	data, _ = b.handOff(64 * 1024)
+	require.Nil(t, data, "a buffer filled less than minHandOff is copied from, not handed over")
+}

@@ -3,15 +3,24 @@ package braid
 import pool "github.com/libp2p/go-buffer-pool"
 
 // recvBuffer holds a stream's received, unread bytes as the payloads of the
-// frames that carried them, in order. Each payload is a buffer from the
+// frames that carried them, in order. Each payload is in a buffer from the
 // shared pool, returned as soon as it is read, so an idle stream holds no
 // payload memory. It is not safe for concurrent use: the stream's mu
 // guards it.
 type recvBuffer struct {
-	chunks [][]byte // chunks[head][off:] is the next unread byte
+	chunks []recvChunk // chunks[head].data[off:] is the next unread byte
 	head   int
 	off    int
 	size   int // unread bytes in all chunks
+}
+
+// recvChunk is unread payload (data) and the pooled buffer that holds it
+// (base), which goes back to the pool once data is read. data is base's
+// start, or for a read buffer handed over (readBuffer.handOff) the part of
+// it that held the payload.
+type recvChunk struct {
+	data []byte
+	base []byte
 }
 
 // Small payloads are copied into a shared chunk rather than given a pooled
@@ -28,10 +37,11 @@ const (
 	smallChunkSize = 4096
 )
 
-// push appends p, which must come from pool.Get; the buffer owns it now.
-func (b *recvBuffer) push(p []byte) {
-	b.chunks = append(b.chunks, p)
-	b.size += len(p)
+// push appends data, held by base, which must come from pool.Get; the
+// buffer owns base now.
+func (b *recvBuffer) push(data, base []byte) {
+	b.chunks = append(b.chunks, recvChunk{data: data, base: base})
+	b.size += len(data)
 }
 
 // pushSmall appends a copy of p (at most maxSmallPayload bytes) to the last
@@ -40,14 +50,14 @@ func (b *recvBuffer) push(p []byte) {
 // pooled chunk of smallChunkSize.
 func (b *recvBuffer) pushSmall(p []byte) {
 	if n := len(b.chunks); n > b.head {
-		if last := b.chunks[n-1]; cap(last)-len(last) >= len(p) {
-			b.chunks[n-1] = append(last, p...)
+		if last := &b.chunks[n-1]; cap(last.data)-len(last.data) >= len(p) {
+			last.data = append(last.data, p...)
 			b.size += len(p)
 			return
 		}
 	}
-	c := pool.Get(smallChunkSize)[:0]
-	b.chunks = append(b.chunks, append(c, p...))
+	c := pool.Get(smallChunkSize)
+	b.chunks = append(b.chunks, recvChunk{data: append(c[:0], p...), base: c})
 	b.size += len(p)
 }
 
@@ -55,13 +65,13 @@ func (b *recvBuffer) pushSmall(p []byte) {
 func (b *recvBuffer) read(dst []byte) int {
 	n := 0
 	for n < len(dst) && b.head < len(b.chunks) {
-		c := b.chunks[b.head]
-		m := copy(dst[n:], c[b.off:])
+		c := &b.chunks[b.head]
+		m := copy(dst[n:], c.data[b.off:])
 		n += m
 		b.off += m
-		if b.off == len(c) {
-			pool.Put(c)
-			b.chunks[b.head] = nil
+		if b.off == len(c.data) {
+			pool.Put(c.base)
+			*c = recvChunk{}
 			b.head++
 			b.off = 0
 		}
@@ -78,7 +88,7 @@ func (b *recvBuffer) read(dst []byte) int {
 func (b *recvBuffer) reset() int {
 	n := b.size
 	for i := b.head; i < len(b.chunks); i++ {
-		pool.Put(b.chunks[i])
+		pool.Put(b.chunks[i].base)
 	}
 	b.chunks, b.head, b.off, b.size = nil, 0, 0, 0
 	return n

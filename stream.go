@@ -576,17 +576,26 @@ func (s *Stream) overflow() {
 	s.maybeRemove()
 }
 
-// receive takes a data frame's payload (from pool.Get; the stream owns it).
-func (s *Stream) receive(p []byte) {
+// receive takes a data frame's payload: head, held by the pooled buffer
+// headBase (a read buffer handed over, or head itself), then rest (from
+// pool.Get, or nil). The stream owns both buffers now.
+func (s *Stream) receive(head, headBase, rest []byte) {
+	n := len(head) + len(rest)
 	s.mu.Lock()
-	if s.receivedLocked(len(p)) {
-		s.recv.push(p)
+	if s.receivedLocked(n) {
+		s.recv.push(head, headBase)
+		if len(rest) > 0 {
+			s.recv.push(rest, rest)
+		}
 		notify(s.readWait)
 		s.mu.Unlock()
 		return
 	}
-	pool.Put(p)
-	s.consumedAndUnlock(uint32(len(p)))
+	pool.Put(headBase)
+	if rest != nil {
+		pool.Put(rest)
+	}
+	s.consumedAndUnlock(uint32(n))
 }
 
 // receiveSmall is receive for a payload of at most maxSmallPayload bytes
