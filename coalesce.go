@@ -371,12 +371,17 @@ func (w *writer) writeBatch() error {
 			b.vec = vec
 			err = w.writeVec(vec)
 		} else {
-			// flat starts with the last batch's partial record.
+			// flat starts with the last batch's partial record. A
+			// batch that ends with a marker is written whole: the
+			// marker's pong frees the in-flight budget, and kept for
+			// the next batch it would wait for that batch's write
+			// (over TLS the budget's marker round trip then grew by
+			// a batch; one-stream bulk at P=2 measured 10 % less).
 			took := len(b.ctrl)+len(b.data)+len(b.refs)+len(b.tail) > 0
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took)
+			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took && len(b.tail) == 0)
 		}
 	} else {
 		err = w.writeEach(b)
@@ -510,7 +515,9 @@ func (w *writer) hasWorkLocked() bool {
 	if w.peerRTT != nil {
 		w.bound.setBudget(w.peerRTT())
 	}
-	if w.bound.room() != 0 || w.sched.queued > 0 && w.bound.roomFor(copySlack) > 0 || w.bound.needMarker() {
+	// By-reference frames go once the room takes a frame cut at it
+	// (scheduler.take, minRefCut); less room would make an empty batch.
+	if r := w.bound.room(); r < 0 || r >= minRefCut+headerSize || w.sched.queued > 0 && w.bound.roomFor(copySlack) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true

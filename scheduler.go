@@ -48,6 +48,12 @@ func (sc *scheduler) refFrameLen(rest int) int {
 	return sc.frameMax
 }
 
+// minRefCut is the least payload of a by-reference frame cut at the
+// in-flight bound's room (take): below it the frame waits for the next
+// marker's pong instead, as a frame and a system call per few bytes of
+// room would cost more than the wait.
+const minRefCut = 8 * 1024
+
 // remainderShare: a by-reference write's last frame may carry up to
 // 1/remainderShare of a batch beyond it (refFrameLen); a quarter keeps a
 // frame within 1.25 batches, so the batch bound still bounds what a small
@@ -178,6 +184,7 @@ func (sc *scheduler) failAll(err error) {
 // than bulk (copySlack).
 func (sc *scheduler) take(b *batch, refLimit, limit int) {
 	data, ends, refs, size := b.data, b.ends, b.refs, b.size
+	held := refLimit < limit // the in-flight bound holds by-reference data back
 	for len(sc.ring) > 0 && size < limit {
 		quantum := max(sc.maxBatch/len(sc.ring), 1)
 		progress, short, full := false, false, false
@@ -214,6 +221,16 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 			}
 			for q.endHead == len(q.ends) && q.hasRef {
 				p := sc.refFrameLen(len(q.ref.rest))
+				if held && size+headerSize+p > refLimit {
+					// Cut at the bound's room, so that the bound
+					// leaves copySlack for small frames (a whole
+					// frame would take it: the ping beside bulk
+					// would wait for the next marker's pong).
+					p = refLimit - size - headerSize
+					if p < minRefCut {
+						break
+					}
+				}
 				n := headerSize + p
 				if n > q.deficit {
 					short = true

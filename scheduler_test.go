@@ -128,6 +128,18 @@ func TestScheduler(t *testing.T) {
 			{want: []int{20000 + headerSize, 8000}, ring: []int{}},
 		},
 	}, {
+		// Rule: while the in-flight bound holds data back, a
+		// by-reference frame larger than the room is cut at it (if the
+		// cut carries minRefCut or more), so that small frames still
+		// have copySlack beyond the budget; less room takes no frame.
+		name: "ref cut at the room", maxBatch: 65536, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, ref: 60000}, {stream: 1, frames: frames(1, 100)}},
+				held: true, room: 20000, want: []int{20000, 100}, ring: []int{0}},
+			{held: true, room: minRefCut, want: []int{0, 0}, ring: []int{0}},
+			{want: []int{60000 - (20000 - headerSize) + headerSize, 0}, ring: []int{}},
+		},
+	}, {
 		// Rule: a dropped stream's frames are never taken, copied or by
 		// reference, and it leaves the ring at its turn.
 		name: "dropped stream", maxBatch: 1200, streams: 3,

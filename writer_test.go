@@ -279,3 +279,40 @@ func TestSendRefDeadlineCopies(t *testing.T) {
 	c1.Close()
 	require.Zero(t, <-drained, "bytes after the payload")
 }
+
+// TestWriteBatchSendsMarkerNow: on a conn without writev, a batch that
+// ends with a marker ping is written whole, its final partial record too:
+// the marker's pong frees the in-flight budget, and kept for the next
+// batch it would wait for that batch's write. A batch without a marker
+// keeps its partial record (TestWriteFlatWholeRecords).
+func TestWriteBatchSendsMarkerNow(t *testing.T) {
+	for _, marker := range []bool{false, true} {
+		c1, c2 := net.Pipe()
+		got := make(chan int, 1)
+		go func() {
+			b, _ := io.ReadAll(c2)
+			got <- len(b)
+		}()
+		w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, writeTimeout: time.Minute}
+		payload := make([]byte, 64<<10)
+		hdr, hn := w.codec.encodeData(header{typ: typeData, streamID: 1, length: uint32(len(payload))})
+		w.b.refs = append(w.b.refs, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
+		want := hn + len(payload)
+		if marker {
+			w.b.tail = w.codec.appendHeader(nil, header{typ: typePing, flags: flagSYN, length: markerFlag | 1})
+			want += len(w.b.tail)
+		}
+		require.NoError(t, w.writeBatch())
+		kept := len(w.flat)
+		c1.Close()
+		written := <-got
+		c2.Close()
+		if marker {
+			require.Zero(t, kept, "a batch with a marker kept %d bytes", kept)
+			require.Equal(t, want, written)
+		} else {
+			require.Equal(t, want%recordSize, kept, "the partial record is kept for the next batch")
+			require.Equal(t, want-kept, written)
+		}
+	}
+}
