@@ -60,6 +60,14 @@ const minRefCut = 8 * 1024
 // frame waits behind.
 const remainderShare = 4
 
+// cutsAtRoom tells whether take cuts a by-reference frame at the
+// in-flight bound's room: while more than one stream is in the ring, so
+// that the bound leaves the small frames of the others their slack and
+// what they wait behind is the budget, not the budget and a batch. A lone
+// stream's frames go whole (a small frame that comes later has copyRoom,
+// coalesce.go): cut, one-stream bulk over TCP measured 5 % less.
+func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
+
 // busy reports whether any stream has frames queued.
 func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
 
@@ -184,7 +192,7 @@ func (sc *scheduler) failAll(err error) {
 // than bulk (copySlack).
 func (sc *scheduler) take(b *batch, refLimit, limit int) {
 	data, ends, refs, size := b.data, b.ends, b.refs, b.size
-	held := refLimit < limit // the in-flight bound holds by-reference data back
+	cut := refLimit < limit && sc.cutsAtRoom() // see cutsAtRoom
 	for len(sc.ring) > 0 && size < limit {
 		quantum := max(sc.maxBatch/len(sc.ring), 1)
 		progress, short, full := false, false, false
@@ -221,7 +229,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 			}
 			for q.endHead == len(q.ends) && q.hasRef {
 				p := sc.refFrameLen(len(q.ref.rest))
-				if held && size+headerSize+p > refLimit {
+				if cut && size+headerSize+p > refLimit {
 					// Cut at the bound's room, so that the bound
 					// leaves copySlack for small frames (a whole
 					// frame would take it: the ping beside bulk

@@ -128,16 +128,18 @@ func TestScheduler(t *testing.T) {
 			{want: []int{20000 + headerSize, 8000}, ring: []int{}},
 		},
 	}, {
-		// Rule: while the in-flight bound holds data back, a
-		// by-reference frame larger than the room is cut at it (if the
-		// cut carries minRefCut or more), so that small frames still
-		// have copySlack beyond the budget; less room takes no frame.
+		// Rule: while the in-flight bound holds data back and another
+		// stream is in the ring, a by-reference frame larger than the
+		// room is cut at it (if the cut carries minRefCut or more), so
+		// that small frames still have copySlack beyond the budget;
+		// less room takes no frame. A lone stream's frame goes whole.
 		name: "ref cut at the room", maxBatch: 65536, streams: 2,
 		steps: []schedStep{
 			{push: []schedPush{{stream: 0, ref: 60000}, {stream: 1, frames: frames(1, 100)}},
 				held: true, room: 20000, want: []int{20000, 100}, ring: []int{0}},
-			{held: true, room: minRefCut, want: []int{0, 0}, ring: []int{0}},
-			{want: []int{60000 - (20000 - headerSize) + headerSize, 0}, ring: []int{}},
+			{push: []schedPush{{stream: 1, frames: frames(1, 100)}},
+				held: true, room: minRefCut, want: []int{0, 100}, ring: []int{0}},
+			{held: true, room: 100, want: []int{60000 - (20000 - headerSize) + headerSize, 0}, ring: []int{}},
 		},
 	}, {
 		// Rule: a dropped stream's frames are never taken, copied or by
