@@ -316,3 +316,36 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterWaitsForACutSizedRoom: while several streams send by reference
+// and frames are cut at the in-flight bound's room, a room too small for
+// a cut of minRefCut is no work: the writer must wait for a marker's pong
+// rather than take empty batches in a loop (an early version did, and at
+// GOMAXPROCS 1 it starved the read loop that would read the pong: bulk
+// fell to a third). A lone stream's whole frame goes with any room, and
+// copied frames with their slack.
+func TestWriterWaitsForACutSizedRoom(t *testing.T) {
+	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
+	defer w.stopMarkerTimer()
+	w.bound.setBudget(10 * time.Microsecond)
+	w.bound.sent = uint64(w.bound.budget - minRefCut/2) // room: half a cut
+	w.bound.marked = w.bound.sent
+	w.bound.markers = []marker{{id: w.bound.mark(), offset: w.bound.sent}} // a pong will come
+
+	payload := make([]byte, 64<<10)
+	var a, b streamSend
+	w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+	require.True(t, w.hasWorkLocked(), "a lone stream's whole frame goes with any room")
+
+	w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+	require.False(t, w.hasWorkLocked(), "two streams: half a cut of room is no work")
+	require.True(t, w.bound.blocked, "the writer waits for the bound")
+	w.takeLocked()
+	require.Empty(t, w.b.refs, "and a batch would take nothing")
+
+	w.bound.acked = w.bound.sent - uint64(w.bound.budget-minRefCut-headerSize)
+	require.True(t, w.hasWorkLocked(), "room for a cut of minRefCut")
+	w.takeLocked()
+	require.Len(t, w.b.refs, 1)
+	require.Equal(t, minRefCut, len(w.b.refs[0].payload), "the frame is cut at the room")
+}
