@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -944,6 +945,13 @@ func (s *Session) forgetPingLocked(id uint32) {
 func (s *Session) handlePing(h header) {
 	if h.flags&flagSYN != 0 {
 		s.w.queuePong(h.length)
+		if isMarker(h.length) && s.w.yieldForPong() {
+			// The peer's writer waits for this pong (inflight.go). The
+			// writer goroutine it woke waits on this P until the read
+			// loop parks, and on a conn that decrypts what it reads the
+			// read loop seldom does: let the writer send it now.
+			runtime.Gosched()
+		}
 		return
 	}
 	if h.flags&flagACK == 0 {
