@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const runA = `goos: linux
+BenchmarkBulk/net=tls/impl=braid-2   	    3000	     59310 ns/op	1104.98 MB/s	     389 B/op	       2 allocs/op
+PASS
+`
+
+const runB = `BenchmarkBulk/net=tls/impl=braid-2   	    3000	     50000 ns/op	1200.00 MB/s	     389 B/op	       2 allocs/op
+`
+
+func TestParse(t *testing.T) {
+	r := parse(runA)
+	if got := r[key{"BenchmarkBulk/net=tls/impl=braid-2", "MB/s"}]; got != 1104.98 {
+		t.Fatalf("MB/s = %v, want 1104.98", got)
+	}
+	if len(r) != 4 {
+		t.Fatalf("parsed %d quantities, want 4: %v", len(r), r)
+	}
+	if len(parse("goos: linux\nPASS\nBenchmarkX FAIL\n")) != 0 {
+		t.Fatal("parsed a line that is not a result")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := summarize([]float64{1.2, 0.9, 1.1, 1.0})
+	if s.median != 1.05 || s.above != 2 || s.n != 4 || s.q1 != 1.0 || s.q3 != 1.2 {
+		t.Fatalf("summary %+v", s)
+	}
+	if s := summarize([]float64{0.5, 2, 1.5}); s.median != 1.5 || s.above != 2 {
+		t.Fatalf("odd count: %+v", s)
+	}
+}
+
+func TestPairingWrite(t *testing.T) {
+	var p pairing
+	p.add(parse(runA), parse(runB))
+	p.add(parse(runA), parse(runB))
+	var out bytes.Buffer
+	p.write(&out)
+	want := "BenchmarkBulk/net=tls/impl=braid-2 MB/s: B/A median 1.086 (q1 1.086, q3 1.086), B above A in 2 of 2 pairs"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("output:\n%s\nwant a line:\n%s", out.String(), want)
+	}
+}
+
+func TestRunNeedsFlags(t *testing.T) {
+	if err := run([]string{"-a", "x"}, &bytes.Buffer{}); err == nil {
+		t.Fatal("no error without -b and -bench")
+	}
+}
