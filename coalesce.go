@@ -83,6 +83,7 @@ type writer struct {
 	conn         net.Conn
 	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
+	yieldPong    bool // the read loop yields after a marker's pong (yieldForPong)
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
@@ -134,6 +135,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
+		yieldPong:    !supportsWritev(conn) && runtime.GOMAXPROCS(0) > 1,
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
@@ -209,16 +211,18 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 // yieldForPong tells whether the read loop should yield after queuing a
 // marker's pong, so that the writer it woke sends it before the read loop
 // reads on: on a conn without writev (TLS, noise: its reads decrypt, so
-// the read loop keeps its P busy and seldom parks) with more than one P.
+// the read loop keeps its P busy and seldom parks) with more than one P
+// when the session started (fixed then: runtime.GOMAXPROCS takes the
+// scheduler's global lock, too much for every marker).
 // A goroutine woken by a channel send runs on the waker's P once the
 // waker blocks; a trace of TLS bulk at GOMAXPROCS 2 put ~18 µs of
 // scheduling delay on every pong, most of the marker's round trip that
-// bounds one stream's throughput. Measured in paired runs: TLS bulk +9.5 %
-// (8 of 8), the loaded ping's p50 -20 % (6 of 6); over plain TCP, whose
+// bounds one stream's throughput. Measured in paired runs: TLS bulk +12 %
+// (8 of 8), the loaded ping's p50 -23 % (6 of 6); over plain TCP, whose
 // read loop parks between reads, the same yield cost bulk 11 %, and at
 // GOMAXPROCS 1 it puts the read loop behind every runnable goroutine
 // (p50 4x worse, session 3).
-func (w *writer) yieldForPong() bool { return !w.writev && runtime.GOMAXPROCS(0) > 1 }
+func (w *writer) yieldForPong() bool { return w.yieldPong }
 
 // queuePong queues a ping reply unless too many are queued already.
 func (w *writer) queuePong(id uint32) {
