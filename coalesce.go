@@ -342,7 +342,7 @@ func (w *writer) takeLocked() {
 	limit, refLimit := w.maxBatch, w.maxBatch
 	if r := w.bound.room(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
-		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.copyRoom()))
+		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.copyRoom()))
 	}
 	if b.data == nil && w.sched.queued > 0 {
 		// take copies at most what is queued: the buffer never grows.
@@ -533,11 +533,7 @@ func (w *writer) hasWorkLocked() bool {
 	if w.peerRTT != nil {
 		w.bound.setBudget(w.peerRTT())
 	}
-	// While frames are cut at the room (scheduler.cutsAtRoom), they go
-	// once it takes a cut of minRefCut; less would make an empty batch.
-	r := w.bound.room()
-	refsGo := r < 0 || r >= minRefCut+headerSize || r > 0 && !w.sched.cutsAtRoom()
-	if refsGo || w.sched.queued > 0 && w.bound.roomFor(w.copyRoom()) > 0 || w.bound.needMarker() {
+	if w.sched.refFits(w.bound.room()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true
@@ -683,16 +679,4 @@ func (w *writer) failure() error {
 // snapshot returns the writer's counters.
 func (w *writer) snapshot() (frames, writes, bytes uint64) {
 	return w.stats.frames.Load(), w.stats.writes.Load(), w.stats.bytes.Load()
-}
-
-// copyRoom is how far beyond the budget copied (small) frames may go:
-// copySlack, and while a lone stream's by-reference frames are taken
-// whole (scheduler.cutsAtRoom) the batch by which its first frame may
-// cross the budget, so that a small frame never waits for a marker's
-// pong. mu held.
-func (w *writer) copyRoom() int {
-	if w.sched.cutsAtRoom() {
-		return copySlack
-	}
-	return copySlack + w.sched.frameMax + headerSize
 }

@@ -68,6 +68,30 @@ const remainderShare = 4
 // coalesce.go): cut, one-stream bulk over TCP measured 5 % less.
 func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
 
+// refFits tells whether take would take a by-reference frame with room
+// bytes left in the in-flight budget (negative: no bound): any room for a
+// lone stream's whole frame, a cut's worth while frames are cut at the
+// room. The writer parks on less rather than make empty batches (at
+// GOMAXPROCS 1 such a loop starved the read loop of the pong it waited
+// for).
+func (sc *scheduler) refFits(room int) bool {
+	if room < 0 || room > 0 && !sc.cutsAtRoom() {
+		return true
+	}
+	return room >= minRefCut+headerSize
+}
+
+// copyRoom is how far beyond the in-flight budget copied (small) frames
+// may go: copySlack, and while a lone stream's by-reference frames are
+// taken whole (cutsAtRoom) the batch by which its first frame may cross
+// the budget, so that a small frame never waits for a marker's pong.
+func (sc *scheduler) copyRoom() int {
+	if sc.cutsAtRoom() {
+		return copySlack
+	}
+	return copySlack + sc.frameMax + headerSize
+}
+
 // busy reports whether any stream has frames queued.
 func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
 
@@ -189,7 +213,9 @@ func (sc *scheduler) failAll(err error) {
 // limit (at most the batch bound) is where the batch stops, lower while
 // the in-flight bound holds data back, and refLimit (at most limit) where
 // by-reference frames stop: small copied frames get a little more room
-// than bulk (copySlack).
+// than bulk (copyRoom). While the bound holds data back and several
+// streams send, a by-reference frame is cut at refLimit (cutsAtRoom,
+// refFits).
 func (sc *scheduler) take(b *batch, refLimit, limit int) {
 	data, ends, refs, size := b.data, b.ends, b.refs, b.size
 	cut := refLimit < limit && sc.cutsAtRoom() // see cutsAtRoom
