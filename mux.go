@@ -172,8 +172,7 @@ func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 		// meanwhile (releaseStream), so grownIn changes under its mu, as
 		// in acceptGrant, and a removed stream is not tracked.
 		st.mu.Lock()
-		track := !st.grownIn && !st.removed
-		st.grownIn = st.grownIn || track
+		track := st.joinGrownLocked(true)
 		st.mu.Unlock()
 		if track {
 			s.trackGrown(st)
@@ -349,8 +348,7 @@ func (s *Session) acceptGrant(st *Stream) {
 		delta = st.rw.grew(extra, charged, st.readFinalLocked())
 		extra, charged = st.keepReservedLocked(extra)
 	}
-	track := st.rw.grown() && !st.grownIn && !st.removed
-	st.grownIn = st.grownIn || track
+	track := st.joinGrownLocked(st.rw.grown())
 	flags := st.takeFlagsLocked()
 	st.mu.Unlock()
 	s.releaseMemory(int(extra)) // the stream was removed meanwhile
@@ -798,26 +796,22 @@ func (s *Session) readPayload(st *Stream, n uint32) error {
 		_, err = s.br.Discard(int(n))
 		return err
 	}
-	head, base := s.br.handOff(int(n))
-	var rest []byte
-	if len(head) < int(n) {
-		rest = pool.Get(int(n) - len(head))
-		if _, err := io.ReadFull(s.br, rest); err != nil {
-			pool.Put(rest)
-			if base != nil {
-				pool.Put(base)
-			}
+	head := s.br.handOff(int(n))
+	var rest recvChunk
+	if len(head.data) < int(n) {
+		p := pool.Get(int(n) - len(head.data))
+		rest = recvChunk{data: p, base: p}
+		if _, err := io.ReadFull(s.br, p); err != nil {
+			head.release()
+			rest.release()
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
 			return err
 		}
 	}
-	if base == nil {
-		head, base, rest = rest, rest, nil
-	}
 	s.arrived(n)
-	st.receive(head, base, rest)
+	st.receive(head, rest)
 	return nil
 }
 

@@ -227,18 +227,18 @@ const minHandOff = readBufferSize / 2
 
 // handOff gives away the large buffer when it holds at least minHandOff
 // bytes, all of them within the next max bytes (a frame's payload, so
-// nothing after the payload has to be moved): it returns those bytes and
+// nothing after the payload has to be moved): it returns those bytes in
 // the pooled buffer that holds them, which the caller owns now, and the
-// reader goes on in a new buffer. Otherwise it returns nils.
-func (b *readBuffer) handOff(max int) (data, base []byte) {
+// reader goes on in a new buffer. Otherwise it returns an empty chunk.
+func (b *readBuffer) handOff(max int) recvChunk {
 	n := b.buffered()
 	if b.big == nil || n < minHandOff || n > max {
-		return nil, nil
+		return recvChunk{}
 	}
-	data, base = b.big[b.r:b.w], b.big
+	c := recvChunk{data: b.big[b.r:b.w], base: b.big}
 	b.big, b.buf = nil, b.small[:]
 	b.r, b.w = 0, 0
-	return data, base
+	return c
 }
 
 // release returns the large buffer, if held; the read loop calls it when

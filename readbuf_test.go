@@ -75,23 +75,23 @@ func TestReadBufferHandOff(t *testing.T) {
 	_, err = b.Discard(headerSize)
 	require.NoError(t, err)
 
-	data, base := b.handOff(len(part) - 1) // the next frame's bytes are buffered too
-	require.Nil(t, data)
-	require.Nil(t, base)
+	c := b.handOff(len(part) - 1) // the next frame's bytes are buffered too
+	require.Nil(t, c.data)
+	require.Nil(t, c.base)
 
-	data, base = b.handOff(64 * 1024)
+	c = b.handOff(64 * 1024)
+	data := c.data
 	require.Equal(t, part, data)
-	require.Len(t, base, readBufferSize)
+	require.Len(t, c.base, readBufferSize)
 	require.Equal(t, 0, b.buffered())
-	c, err := b.ReadByte() // the reader goes on, in a buffer of its own
+	next, err := b.ReadByte() // the reader goes on, in a buffer of its own
 	require.NoError(t, err)
-	require.Equal(t, byte(1), c)
+	require.Equal(t, byte(1), next)
 	require.Equal(t, part, data, "the handed-over bytes were overwritten")
 
 	small := &scriptedReader{chunks: [][]byte{make([]byte, minHandOff-1)}}
 	b = newReadBuffer(small)
 	_, err = b.Peek(smallReadSize + 1)
 	require.NoError(t, err)
-	data, _ = b.handOff(64 * 1024)
-	require.Nil(t, data, "a buffer filled less than minHandOff is copied from, not handed over")
+	require.Nil(t, b.handOff(64*1024).data, "a buffer filled less than minHandOff is copied from, not handed over")
 }

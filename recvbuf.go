@@ -17,10 +17,17 @@ type recvBuffer struct {
 // recvChunk is unread payload (data) and the pooled buffer that holds it
 // (base), which goes back to the pool once data is read. data is base's
 // start, or for a read buffer handed over (readBuffer.handOff) the part of
-// it that held the payload.
+// it that held the payload. The zero chunk is empty and holds nothing.
 type recvChunk struct {
 	data []byte
 	base []byte
+}
+
+// release gives the chunk's buffer back to the pool, if it holds one.
+func (c recvChunk) release() {
+	if c.base != nil {
+		pool.Put(c.base)
+	}
 }
 
 // Small payloads are copied into a shared chunk rather than given a pooled
@@ -37,11 +44,15 @@ const (
 	smallChunkSize = 4096
 )
 
-// push appends data, held by base, which must come from pool.Get; the
-// buffer owns base now.
-func (b *recvBuffer) push(data, base []byte) {
-	b.chunks = append(b.chunks, recvChunk{data: data, base: base})
-	b.size += len(data)
+// push appends c, whose base must come from pool.Get; the buffer owns it
+// now. An empty chunk is not appended.
+func (b *recvBuffer) push(c recvChunk) {
+	if len(c.data) == 0 {
+		c.release()
+		return
+	}
+	b.chunks = append(b.chunks, c)
+	b.size += len(c.data)
 }
 
 // pushSmall appends a copy of p (at most maxSmallPayload bytes) to the last
@@ -70,7 +81,7 @@ func (b *recvBuffer) read(dst []byte) int {
 		n += m
 		b.off += m
 		if b.off == len(c.data) {
-			pool.Put(c.base)
+			c.release()
 			*c = recvChunk{}
 			b.head++
 			b.off = 0
@@ -88,7 +99,7 @@ func (b *recvBuffer) read(dst []byte) int {
 func (b *recvBuffer) reset() int {
 	n := b.size
 	for i := b.head; i < len(b.chunks); i++ {
-		pool.Put(b.chunks[i].base)
+		b.chunks[i].release()
 	}
 	b.chunks, b.head, b.off, b.size = nil, 0, 0, 0
 	return n

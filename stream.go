@@ -6,8 +6,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	pool "github.com/libp2p/go-buffer-pool"
 )
 
 // halfState is the state of one direction of a stream.
@@ -188,8 +186,7 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	s.mu.Lock()
 	update += s.rw.grew(g, charged, s.readFinalLocked())
 	mem, budget := s.keepReservedLocked(g)
-	track := s.rw.grown() && !s.grownIn && !s.removed
-	s.grownIn = s.grownIn || track
+	track := s.joinGrownLocked(s.rw.grown())
 	h := s.updateLocked(update)
 	s.mu.Unlock()
 	sess.releaseMemory(int(mem)) // the stream was removed meanwhile
@@ -198,6 +195,17 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		sess.trackGrown(s)
 	}
 	s.sendWindowUpdate(h)
+}
+
+// joinGrownLocked marks the stream as in the session's set of grown
+// streams when its window grew (grown) and it is neither there already
+// nor removed (a removed stream's releaseStream has run, and would not
+// take it out again); the caller, with mu released, adds it
+// (trackGrown) when this returns true. mu held.
+func (s *Stream) joinGrownLocked(grown bool) bool {
+	join := grown && !s.grownIn && !s.removed
+	s.grownIn = s.grownIn || join
+	return join
 }
 
 // readFinalLocked reports whether the peer will send nothing more that
@@ -576,25 +584,22 @@ func (s *Stream) overflow() {
 	s.maybeRemove()
 }
 
-// receive takes a data frame's payload: head, held by the pooled buffer
-// headBase (a read buffer handed over, or head itself), then rest (from
-// pool.Get, or nil). The stream owns both buffers now.
-func (s *Stream) receive(head, headBase, rest []byte) {
-	n := len(head) + len(rest)
+// receive takes a data frame's payload, in order the chunks head and rest
+// (either may be empty: a read buffer handed over and the rest read into
+// a pooled buffer, or one of them alone). The stream owns their buffers
+// now.
+func (s *Stream) receive(head, rest recvChunk) {
+	n := len(head.data) + len(rest.data)
 	s.mu.Lock()
 	if s.receivedLocked(n) {
-		s.recv.push(head, headBase)
-		if len(rest) > 0 {
-			s.recv.push(rest, rest)
-		}
+		s.recv.push(head)
+		s.recv.push(rest)
 		notify(s.readWait)
 		s.mu.Unlock()
 		return
 	}
-	pool.Put(headBase)
-	if rest != nil {
-		pool.Put(rest)
-	}
+	head.release()
+	rest.release()
 	s.consumedAndUnlock(uint32(n))
 }
 
