@@ -6,11 +6,11 @@ import (
 	"io"
 	"math"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/internal/heapstat"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -502,7 +502,7 @@ func runAttack(t *testing.T, r attackRow) int64 {
 		p.startReading()
 		p.ping(0xABCD) // the session is up before the attack
 	}
-	before := heapAlloc()
+	before := heapstat.Live()
 
 	r.attack(t, p, s)
 
@@ -528,7 +528,7 @@ func runAttack(t *testing.T, r attackRow) int64 {
 	}
 
 	p.forget()
-	growth := int64(heapAlloc()) - int64(before)
+	growth := int64(heapstat.Live()) - int64(before)
 	t.Logf("outcome %s; heap growth %d B (bound %d B)", r.describe(), growth, r.heap)
 
 	// Close returns promptly whatever state the attack left, and leaves
@@ -547,16 +547,6 @@ func runAttack(t *testing.T, r attackRow) int64 {
 	goleak.VerifyNone(t, ignore)
 	require.LessOrEqual(t, growth, r.heap, "heap growth")
 	return growth
-}
-
-// heapAlloc returns the live heap after two collections (the second
-// empties sync.Pool's victim caches, which the buffer pool uses).
-func heapAlloc() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // forget drops the frames the raw peer recorded so far, so that the heap

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/internal/heapstat"
 	"github.com/braidmux/braid/slowconn"
 	"github.com/libp2p/go-libp2p-testing/race"
 	"github.com/stretchr/testify/require"
@@ -79,16 +80,6 @@ func scaleSessionCount() (sessions, streams int) {
 		return 40, 50
 	}
 	return 100, 100
-}
-
-// heapBytes returns the live heap after collecting garbage (twice, so that
-// sync.Pool caches, the buffer pool's included, are emptied).
-func heapBytes() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // openAccepted opens n streams from client and returns them with the
@@ -188,9 +179,9 @@ func TestScaleManyStreams(t *testing.T) {
 	cfg.AcceptBacklog = n
 	client, server := sessionPair(t, cfg)
 
-	before := heapBytes()
+	before := heapstat.Live()
 	opened, accepted := openAccepted(t, client, server, n)
-	perStream := float64(heapBytes()-before) / float64(n)
+	perStream := float64(heapstat.Live()-before) / float64(n)
 	t.Logf("%d idle streams: %.0f B of heap per stream, both ends (bound %d)", n, perStream, maxIdleStreamBytes)
 	require.Equal(t, n, client.NumStreams())
 	require.Equal(t, n, server.NumStreams())
@@ -217,36 +208,48 @@ func useOneStream(t testing.TB, client, server *Session) {
 	}, eventually, time.Millisecond)
 }
 
+// scalePair is a client session and the server session at the other end
+// of its conn.
+type scalePair struct{ client, server *Session }
+
+// tcpSessionPairs makes n session pairs with cfg over loopback TCP, and
+// returns them with the live heap measured after the conns were made and
+// before the sessions were, so that what the caller measures against it
+// is the sessions' alone.
+func tcpSessionPairs(t *testing.T, n int, cfg *Config) ([]scalePair, uint64) {
+	t.Helper()
+	conns := make([][2]net.Conn, n)
+	for i := range conns {
+		conns[i][0], conns[i][1] = tcpPair(t)
+	}
+	before := heapstat.Live()
+	pairs := make([]scalePair, n)
+	for i, c := range conns {
+		pairs[i].client, pairs[i].server = sessionPairOver(t, c[0], c[1], cfg)
+	}
+	return pairs, before
+}
+
 // Promise: 100 sessions x 100 streams in one process all work, and an idle
 // session pair over TCP costs at most maxSessionPairBytes.
 func TestScaleManySessions(t *testing.T) {
 	sessions, streams := scaleSessionCount()
-	type pair struct{ client, server *Session }
-	conns := make([][2]net.Conn, sessions)
-	for i := range conns {
-		conns[i][0], conns[i][1] = tcpPair(t)
-	}
-
-	before := heapBytes()
-	pairs := make([]pair, sessions)
-	for i, c := range conns {
-		pairs[i].client, pairs[i].server = sessionPairOver(t, c[0], c[1], nil)
-	}
+	pairs, before := tcpSessionPairs(t, sessions, nil)
 	// The first pings and one stream's use are part of an idle session.
 	for _, p := range pairs {
 		useOneStream(t, p.client, p.server)
 	}
-	perSession := float64(int64(heapBytes())-int64(before)) / float64(sessions)
+	perSession := float64(int64(heapstat.Live())-int64(before)) / float64(sessions)
 	t.Logf("%d idle session pairs: %.0f B of heap per pair (bound %d)", sessions, perSession, maxSessionPairBytes)
 	require.LessOrEqual(t, perSession, float64(maxSessionPairBytes), "idle session pair memory")
 
-	before = heapBytes()
+	before = heapstat.Live()
 	opened := make([][]*Stream, sessions)
 	accepted := make([][]*Stream, sessions)
 	for i, p := range pairs {
 		opened[i], accepted[i] = openAccepted(t, p.client, p.server, streams)
 	}
-	perStream := float64(heapBytes()-before) / float64(sessions*streams)
+	perStream := float64(heapstat.Live()-before) / float64(sessions*streams)
 	t.Logf("%d x %d idle streams: %.0f B of heap per stream, both ends", sessions, streams, perStream)
 	require.LessOrEqual(t, perStream, float64(maxIdleStreamBytes), "idle stream memory")
 
@@ -283,16 +286,7 @@ func TestScaleIdleAfterBulk(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.DisableKeepAlive = true
-	type pair struct{ client, server *Session }
-	conns := make([][2]net.Conn, sessions)
-	for i := range conns {
-		conns[i][0], conns[i][1] = tcpPair(t)
-	}
-	before := heapBytes()
-	pairs := make([]pair, sessions)
-	for i, c := range conns {
-		pairs[i].client, pairs[i].server = sessionPairOver(t, c[0], c[1], cfg)
-	}
+	pairs, before := tcpSessionPairs(t, sessions, cfg)
 	for _, p := range pairs {
 		opened, accepted := openAccepted(t, p.client, p.server, 1)
 		echoAll(t, opened, accepted, bulk)
@@ -304,7 +298,7 @@ func TestScaleIdleAfterBulk(t *testing.T) {
 	// set of grown streams and the shrink timer (path.go).
 	time.Sleep(2*shrinkAfter + shrinkAfter/2)
 
-	perPair := float64(int64(heapBytes())-int64(before)) / float64(sessions)
+	perPair := float64(int64(heapstat.Live())-int64(before)) / float64(sessions)
 	t.Logf("%d session pairs idle after a %d-byte echo: %.0f B of heap per pair (bound %d)", sessions, bulk, perPair, maxIdleAfterBulkPairBytes)
 	require.LessOrEqual(t, perPair, float64(maxIdleAfterBulkPairBytes), "idle session pair memory after bulk")
 }
@@ -317,10 +311,9 @@ func TestScaleIdleAfterBulk(t *testing.T) {
 // TestScaleManySessions measures the same over TCP with 100.
 func TestScaleIdleSessions(t *testing.T) {
 	n := idleSessionCount()
-	type pair struct{ client, server *Session }
-	pairs := make([]pair, n)
+	pairs := make([]scalePair, n)
 	goroutines := runtime.NumGoroutine()
-	before := heapBytes()
+	before := heapstat.Live()
 	for i := range pairs {
 		// No t.Cleanup: the sessions are closed below, and must be
 		// garbage when the test ends (the next test measures the heap).
@@ -340,7 +333,7 @@ func TestScaleIdleSessions(t *testing.T) {
 	for _, p := range pairs {
 		useOneStream(t, p.client, p.server)
 	}
-	perPair := float64(int64(heapBytes())-int64(before)) / float64(n)
+	perPair := float64(int64(heapstat.Live())-int64(before)) / float64(n)
 	perPairG := float64(runtime.NumGoroutine()-goroutines) / float64(n)
 	t.Logf("%d idle session pairs (one stream used each): %.0f B of heap per pair (bound %d), %.2f goroutines per pair (bound %d)",
 		n, perPair, maxSessionPairBytes, perPairG, maxSessionPairGoroutines)

@@ -16,6 +16,7 @@ import (
 	"github.com/braidmux/braid"
 	"github.com/braidmux/braid/bench/internal/contenders"
 	"github.com/braidmux/braid/bench/internal/slowdown"
+	"github.com/braidmux/braid/internal/heapstat"
 	"github.com/braidmux/braid/slowconn"
 	yamux "github.com/libp2p/go-yamux/v5"
 )
@@ -569,16 +570,6 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 }
 
-// idleHeap returns the live heap after two collections (the second
-// empties sync.Pool's victim caches, the buffer pool's included).
-func idleHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // idleSessions makes n session pairs of c over loopback TCP, moves 1 KiB
 // on one stream of each and closes it (raw: the conn is the stream, and
 // stays open), and returns the heap and goroutines per pair while they
@@ -593,7 +584,7 @@ func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, gorouti
 		}
 	}()
 	goroutines := runtime.NumGoroutine()
-	before := idleHeap()
+	before := heapstat.Live()
 	msg := make([]byte, 1024)
 	for range n {
 		c1, c2, err := slowdown.TCPPair()
@@ -634,7 +625,7 @@ func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, gorouti
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
-	heapPerPair = float64(int64(idleHeap())-int64(before)) / float64(n)
+	heapPerPair = float64(int64(heapstat.Live())-int64(before)) / float64(n)
 	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(n)
 	return heapPerPair, goroutinesPerPair, nil
 }
