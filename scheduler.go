@@ -64,8 +64,8 @@ const remainderShare = 4
 // in-flight bound's room: while more than one stream is in the ring, so
 // that the bound leaves the small frames of the others their slack and
 // what they wait behind is the budget, not the budget and a batch. A lone
-// stream's frames go whole (a small frame that comes later has copyRoom,
-// coalesce.go): cut, one-stream bulk over TCP measured 5 % less.
+// stream's frames go whole (a small frame that comes later has copyRoom);
+// cut, one-stream bulk over TCP measured 5 % less.
 func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
 
 // refFits tells whether take would take a by-reference frame with room
