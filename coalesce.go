@@ -54,6 +54,7 @@ type Stats struct {
 	BytesSent      uint64 // bytes written to the conn, headers included
 	FramesReceived uint64 // frames read from the conn
 	BytesReceived  uint64 // bytes read from the conn, headers included
+	BytesLent      uint64 // of those, payload read straight into a waiting Read's buffer (see Stream.Read)
 }
 
 // writerStats are updated by the writer goroutine and read by Stats.
@@ -109,7 +110,8 @@ type writer struct {
 	wake chan struct{} // one slot: something was queued, or close
 
 	// Fields below belong to run (see above).
-	b batch
+	b    batch
+	rate writeRate // how fast the conn takes large writes (writerate.go)
 	// flat is the batch on a conn without writev; between batches it
 	// holds the last batch's final partial record (see writeFlat),
 	// written with the next batch, or alone before run parks or stops.
@@ -249,7 +251,7 @@ func (w *writer) run() {
 		}
 		w.takeLocked()
 		w.mu.Unlock()
-		w.complete(w.writeBatch())
+		w.complete(w.timedWriteBatch())
 	}
 }
 
@@ -339,6 +341,7 @@ func (w *writer) takeLocked() {
 	b.ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
+	w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
 	limit, refLimit := w.maxBatch, w.maxBatch
 	if r := w.bound.room(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
@@ -358,6 +361,19 @@ func (w *writer) takeLocked() {
 		close(w.room)
 		w.room = nil
 	}
+}
+
+// timedWriteBatch is writeBatch, timed for the write rate when the batch
+// is large enough to tell it (two clock reads per large batch, none per
+// small one).
+func (w *writer) timedWriteBatch() error {
+	if w.b.size < minRateSample {
+		return w.writeBatch()
+	}
+	start := time.Now()
+	err := w.writeBatch()
+	w.rate.sample(w.b.size, time.Since(start))
+	return err
 }
 
 // writeBatch writes w.b to the conn, without mu: one writev, or on a conn

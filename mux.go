@@ -38,6 +38,7 @@ type Session struct {
 	caps   capabilities // what the protocol can express
 	w      *writer
 	br     *readBuffer // owned by the read loop
+	cutter *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -45,6 +46,7 @@ type Session struct {
 	env        growthEnv     // what windows grow by (recvwindow.go); set once
 	recvFrames atomic.Uint64 // frames read
 	recvBytes  atomic.Uint64 // bytes read, headers included
+	lentBytes  atomic.Uint64 // payload bytes read into lent buffers (lend.go)
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
 
 	closedCh chan struct{} // closed when the session starts closing
@@ -110,7 +112,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		codec:    c,
 		caps:     c.caps(),
 		w:        newWriter(conn, c, cfg),
-		br:       newReadBuffer(checkedReader{conn}),
+		cutter:   newReadCutter(conn),
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
 		streams:  make(map[uint32]*Stream),
@@ -120,6 +122,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		// loses no stream to a burst that came first.
 		lastAccept: time.Now(),
 	}
+	s.br = newReadBuffer(checkedReader{conn}, s.cutter)
 	if client {
 		s.nextID = 1
 	}
@@ -517,6 +520,7 @@ func (s *Session) Stats() Stats {
 		BytesSent:      bytes,
 		FramesReceived: s.recvFrames.Load(),
 		BytesReceived:  s.recvBytes.Load(),
+		BytesLent:      s.lentBytes.Load(),
 	}
 }
 
@@ -775,14 +779,38 @@ func (s *Session) handleStreamFrame(h header) error {
 	return nil
 }
 
-// readPayload reads a data frame's n payload bytes into st's buffer: a
-// small payload is copied there from the read buffer, a larger one read
-// into a pooled buffer of its own, which st keeps. When the read buffer
-// holds a large part of the payload and nothing after it, that buffer
-// itself goes to st (readBuffer.handOff) instead of a copy: the header's
-// read brings up to 32 KiB of a bulk frame's payload with it, and over
-// TLS the rest of its first record.
+// readPayload reads a data frame's n payload bytes for st: into the
+// buffer of a Read waiting on st, as much as it takes, when it is lent
+// (lend.go); the rest into st's buffer (bufferPayload).
 func (s *Session) readPayload(st *Stream, n uint32) error {
+	if n > maxSmallPayload {
+		if p := st.borrow(int(n)); p != nil {
+			k, err := s.br.readLent(p)
+			st.giveBack(k)
+			s.arrived(uint32(k))
+			s.lentBytes.Add(uint64(k))
+			if err != nil && err != errLendCut {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF // the frame was cut in its payload
+				}
+				return err
+			}
+			if n -= uint32(k); n == 0 {
+				return nil
+			}
+		}
+	}
+	return s.bufferPayload(st, n)
+}
+
+// bufferPayload reads n payload bytes into st's buffer: a small payload is
+// copied there from the read buffer, a larger one read into a pooled
+// buffer of its own, which st keeps. When the read buffer holds a large
+// part of the payload and nothing after it, that buffer itself goes to st
+// (readBuffer.handOff) instead of a copy: the header's read brings up to
+// 32 KiB of a bulk frame's payload with it, and over TLS the rest of its
+// first record.
+func (s *Session) bufferPayload(st *Stream, n uint32) error {
 	if n <= maxSmallPayload {
 		p, err := s.br.Peek(int(n))
 		if err == io.EOF {

@@ -52,6 +52,7 @@ const (
 // safe for concurrent use: only the read loop uses it.
 type readBuffer struct {
 	conn     io.Reader
+	cutter   *readCutter // interrupts reads for a lent buffer (lend.go); nil if the conn can't lend
 	small    [smallReadSize]byte
 	big      []byte    // from the pool while held; nil otherwise
 	buf      []byte    // small[:] or big
@@ -62,8 +63,8 @@ type readBuffer struct {
 	err      error     // the conn's error, returned once the buffer is consumed
 }
 
-func newReadBuffer(conn io.Reader) *readBuffer {
-	b := &readBuffer{conn: conn}
+func newReadBuffer(conn io.Reader, cutter *readCutter) *readBuffer {
+	b := &readBuffer{conn: conn, cutter: cutter}
 	b.buf = b.small[:]
 	return b
 }
@@ -135,7 +136,7 @@ func (b *readBuffer) fill(need int) error {
 		if b.big == nil && (need > len(b.small) || b.lastRead == len(b.small) || b.bulkFlowing()) {
 			b.useBig()
 		}
-		n, err := b.conn.Read(b.buf[b.w:])
+		n, err := b.connRead(b.buf[b.w:], false)
 		b.w += n
 		b.noteRead(n)
 		if err != nil {
@@ -196,7 +197,7 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 		}
 		b.settle()
 		if len(p) >= readBufferSize {
-			n, err := b.conn.Read(p)
+			n, err := b.connRead(p, false)
 			b.noteRead(n)
 			if err != nil {
 				b.err = err
@@ -215,6 +216,52 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.buf[b.r:b.w])
 	b.r += n
+	return n, nil
+}
+
+// connRead is one read of the conn. A cut's timeout (lend.go) is not the
+// conn's error: the read is retried, or with lent, ends with errLendCut
+// and what it brought.
+func (b *readBuffer) connRead(p []byte, lent bool) (int, error) {
+	for {
+		n, err := b.conn.Read(p)
+		if err == nil || b.cutter == nil || !b.cutter.cleared(err) {
+			return n, err
+		}
+		if lent {
+			return n, errLendCut
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// readLent fills p, a Read's lent buffer: with what is buffered, then
+// straight from the conn. A cut ends it early with errLendCut; a conn's
+// error with that error. It returns the bytes put in p.
+func (b *readBuffer) readLent(p []byte) (int, error) {
+	n := copy(p, b.buf[b.r:b.w])
+	b.r += n
+	for empty := 0; n < len(p); {
+		if b.err != nil {
+			return n, b.err
+		}
+		b.settle()
+		m, err := b.connRead(p[n:], true)
+		n += m
+		b.noteRead(m)
+		switch {
+		case err == errLendCut:
+			return n, err
+		case err != nil:
+			b.err = err
+		case m == 0:
+			if empty++; empty >= maxEmptyReads {
+				b.err = io.ErrNoProgress
+			}
+		}
+	}
 	return n, nil
 }
 

@@ -16,6 +16,7 @@ type scheduler struct {
 	codec      codec
 	maxBatch   int // the batch bound; a pass's quanta add up to it
 	frameMax   int // the payload of a by-reference write's frames but its last
+	loneFrame  int // the same while one stream alone sends (writerate.go); at least frameMax
 	frameLimit int // the codec's bound on a data frame's payload; 0 means none
 	ring       []*streamSend
 	ringSpare  []*streamSend // the ring's other buffer, swapped per batch
@@ -32,7 +33,7 @@ func newScheduler(c codec, maxBatch int) scheduler {
 	if m > 0 {
 		frameMax = min(maxBatch, m)
 	}
-	return scheduler{codec: c, maxBatch: maxBatch, frameMax: frameMax, frameLimit: m}
+	return scheduler{codec: c, maxBatch: maxBatch, frameMax: frameMax, loneFrame: frameMax, frameLimit: m}
 }
 
 // refFrameLen is the payload of the next frame of a by-reference write with
@@ -41,11 +42,16 @@ func newScheduler(c codec, maxBatch int) scheduler {
 // A Write of 64 KiB plus a 4-byte length prefix is then one frame and one
 // batch, not a second, 4-byte frame with a batch, a system call (and, over
 // TLS, a record) of its own.
+// While one stream alone sends, its frames carry up to loneFrame.
 func (sc *scheduler) refFrameLen(rest int) int {
-	if rest-sc.frameMax < sc.frameMax/remainderShare && (sc.frameLimit == 0 || rest <= sc.frameLimit) {
+	frameMax := sc.frameMax
+	if !sc.cutsAtRoom() {
+		frameMax = sc.loneFrame
+	}
+	if rest-frameMax < frameMax/remainderShare && (sc.frameLimit == 0 || rest <= sc.frameLimit) {
 		return rest
 	}
-	return sc.frameMax
+	return frameMax
 }
 
 // minRefCut is the least payload of a by-reference frame cut at the
@@ -89,7 +95,7 @@ func (sc *scheduler) copyRoom() int {
 	if sc.cutsAtRoom() {
 		return copySlack
 	}
-	return copySlack + sc.frameMax + headerSize
+	return copySlack + sc.loneFrame + headerSize
 }
 
 // busy reports whether any stream has frames queued.

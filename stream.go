@@ -51,6 +51,7 @@ type Stream struct {
 	reserved int        // bytes reserved from Config.Memory
 	memGone  bool       // removal released reserved; later growth releases its own
 	grownIn  bool       // in the session's set of grown streams
+	lend     *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
 	// mplex push-back (no flow control): the read loop waits for room.
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
 	lastRead time.Time     // the stream's opening, then its last Read that consumed bytes; without flow control only
@@ -119,6 +120,16 @@ func waitChan(c *chan struct{}) chan struct{} {
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
 	for {
+		if s.lend.holds(b) {
+			if s.lend.active {
+				s.awaitLentLocked()
+				continue
+			}
+			if n := s.lend.take(); n > 0 {
+				s.consumedAndUnlock(uint32(n))
+				return n, nil
+			}
+		}
 		switch {
 		case s.readState == halfLocal:
 			s.mu.Unlock()
@@ -141,6 +152,7 @@ func (s *Stream) Read(b []byte) (int, error) {
 			s.mu.Unlock()
 			return 0, nil
 		}
+		s.offerLocked(b)
 		wait := waitChan(&s.readWait)
 		s.mu.Unlock()
 		select {
