@@ -146,8 +146,10 @@ type Config struct {
 	CoalesceDelay time.Duration
 
 	// MaxBatchBytes bounds the bytes of one coalesced write, and the
-	// payload of one data frame. Between 4 KiB and 16 MiB; 0 means
-	// DefaultMaxBatchBytes (64 KiB).
+	// payload of one data frame; while one stream alone sends on a conn
+	// fast enough to write more in 100 µs, its frames may carry up to
+	// four times as much, in one write. Between 4 KiB and 16 MiB; 0
+	// means DefaultMaxBatchBytes (64 KiB).
 	MaxBatchBytes int
 
 	// MaxIncomingStreams bounds the streams the peer may have open towards

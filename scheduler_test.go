@@ -41,10 +41,11 @@ func frames(n, size int) []int {
 func TestScheduler(t *testing.T) {
 	const refFrame = 1200 + headerSize // a by-reference frame of a 1200-byte batch
 	cases := []struct {
-		name     string
-		maxBatch int
-		streams  int
-		steps    []schedStep
+		name      string
+		maxBatch  int
+		loneFrame int // the writer's lone-stream frame (writerate.go); 0 = one batch
+		streams   int
+		steps     []schedStep
 	}{{
 		// Rule: busy streams send the same bytes per pass, whatever
 		// their write sizes (quantum 400: 4, 2 and 1 frames).
@@ -142,6 +143,21 @@ func TestScheduler(t *testing.T) {
 			{held: true, room: 100, want: []int{60000 - (20000 - headerSize) + headerSize, 0}, ring: []int{}},
 		},
 	}, {
+		// Rule: while one stream alone sends, its by-reference frames
+		// carry up to loneFrame (waiting for the credit across passes);
+		// with another stream in the ring, one batch.
+		name: "lone stream's large frames", maxBatch: 1200, loneFrame: 4800, streams: 2,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, ref: 4800}}, want: []int{4800 + headerSize, 0}, ring: []int{}},
+			{push: []schedPush{{stream: 0, ref: 4800}, {stream: 1, frames: frames(24, 100)}},
+				want: []int{0, 600}, ring: []int{0, 1}},
+			{want: []int{0, 600}, ring: []int{0, 1}},
+			{want: []int{refFrame, 0}, ring: []int{1, 0}},
+			{want: []int{0, 600}, ring: []int{1, 0}},
+			{want: []int{refFrame, 600}, ring: []int{0}},
+			{want: []int{4800 - 2*1200 + headerSize, 0}, ring: []int{}},
+		},
+	}, {
 		// Rule: a dropped stream's frames are never taken, copied or by
 		// reference, and it leaves the ring at its turn.
 		name: "dropped stream", maxBatch: 1200, streams: 3,
@@ -156,6 +172,9 @@ func TestScheduler(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := newScheduler(yamuxCodec{}, tc.maxBatch)
+			if tc.loneFrame > 0 {
+				sc.loneFrame = tc.loneFrame
+			}
 			streams := make([]*streamSend, tc.streams)
 			for i := range streams {
 				streams[i] = new(streamSend)
