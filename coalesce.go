@@ -96,16 +96,17 @@ type writer struct {
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
-	ctrl      []byte        // control frames; written first
-	ctrlEnds  []int         // end offset of each frame in ctrl
-	pongs     int           // pongs in ctrl
-	sched     scheduler     // the streams with queued frames, and who writes next
-	idle      bool          // run is parked waiting for wake
-	room      chan struct{} // closed when ctrl space frees up; nil if nobody waits
-	err       error         // sticky; set once, by close or a failed write
-	draining  bool          // close asked run to flush what is queued and stop
-	spareCtrl []byte        // buffer swapped with ctrl per batch
-	bound     inflight      // the connection-level in-flight bound
+	ctrl        []byte        // control frames; written first
+	ctrlEnds    []int         // end offset of each frame in ctrl
+	pongs       int           // pongs in ctrl
+	sched       scheduler     // the streams with queued frames, and who writes next
+	idle        bool          // run is parked waiting for wake
+	room        chan struct{} // closed when ctrl space frees up; nil if nobody waits
+	err         error         // sticky; set once, by close or a failed write
+	draining    bool          // close asked run to flush what is queued and stop
+	spareCtrl   []byte        // buffer swapped with ctrl per batch
+	bound       inflight      // the connection-level in-flight bound
+	inlineState               // a stream's own write of a small frame (inline.go)
 
 	wake chan struct{} // one slot: something was queued, or close
 
@@ -262,8 +263,8 @@ func (w *writer) run() {
 // once a drain has written everything, after failLocked. mu held; released
 // while it waits or writes.
 func (w *writer) waitLocked() bool {
-	for !w.hasWorkLocked() {
-		if len(w.flat) > 0 {
+	for w.inline || !w.hasWorkLocked() {
+		if !w.inline && len(w.flat) > 0 {
 			w.mu.Unlock()
 			w.flat = w.flushPartial(w.flat)
 			w.mu.Lock()
@@ -442,6 +443,9 @@ func (w *writer) complete(err error) {
 	}
 	clear(b.refs)
 	b.refs = b.refs[:0]
+	if w.received != nil {
+		w.receivedAtWrite = w.received.Load()
+	}
 	if err != nil && w.err == nil {
 		w.err = err
 		// Wake the read loop: the session ends with this error.

@@ -131,6 +131,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	if s.caps.ping {
 		s.w.peerRTT = s.RTT
 	}
+	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {

@@ -194,8 +194,9 @@ const maxKeptEnds = 16
 // The three calls a stream makes (stream.go): send, sendRef, drop.
 
 // send queues a stream frame with its payload copied, in order with the
-// stream's other frames. It waits while the stream has its share queued,
-// until cancel is closed.
+// stream's other frames, or writes it at once in the writer's stead
+// (inline.go). It waits while the stream has its share queued, until
+// cancel is closed.
 func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan struct{}) error {
 	w.mu.Lock()
 	for {
@@ -204,6 +205,10 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			if s.dropped {
 				err = ErrStreamReset
 			}
+			w.mu.Unlock()
+			return err
+		}
+		if done, err := w.inlineLocked(h, payload); done {
 			w.mu.Unlock()
 			return err
 		}
