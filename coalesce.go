@@ -55,11 +55,12 @@ type Stats struct {
 	FramesReceived uint64 // frames read from the conn
 	BytesReceived  uint64 // bytes read from the conn, headers included
 	BytesLent      uint64 // of those, payload read straight into a waiting Read's buffer (see Stream.Read)
+	InlineWrites   uint64 // of Writes, those a small frame's stream made itself, the writer being idle (see Stream.Write)
 }
 
 // writerStats are updated by the writer goroutine and read by Stats.
 type writerStats struct {
-	frames, writes, bytes atomic.Uint64
+	frames, writes, bytes, inline atomic.Uint64
 }
 
 // writer is the only code that writes to the connection. The read loop and
@@ -342,6 +343,9 @@ func (w *writer) takeLocked() {
 	b.ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
+	if w.received != nil {
+		w.receivedAtWrite = w.received.Load() // inline.go
+	}
 	w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
 	limit, refLimit := w.maxBatch, w.maxBatch
 	if r := w.bound.room(); r >= 0 && !w.draining {
@@ -443,9 +447,6 @@ func (w *writer) complete(err error) {
 	}
 	clear(b.refs)
 	b.refs = b.refs[:0]
-	if w.received != nil {
-		w.receivedAtWrite = w.received.Load()
-	}
 	if err != nil && w.err == nil {
 		w.err = err
 		// Wake the read loop: the session ends with this error.
@@ -697,6 +698,6 @@ func (w *writer) failure() error {
 }
 
 // snapshot returns the writer's counters.
-func (w *writer) snapshot() (frames, writes, bytes uint64) {
-	return w.stats.frames.Load(), w.stats.writes.Load(), w.stats.bytes.Load()
+func (w *writer) snapshot() (frames, writes, bytes, inline uint64) {
+	return w.stats.frames.Load(), w.stats.writes.Load(), w.stats.bytes.Load(), w.stats.inline.Load()
 }

@@ -36,15 +36,17 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 		return false, nil
 	}
 	w.inline = true
+	seen := w.received.Load() // a frame read during the write is one after it
 	w.mu.Unlock()
 	buf := pool.Get(maxHeaderLen + len(payload))
 	frame := append(w.codec.appendHeader(buf[:0], h), payload...)
 	err = w.write(frame)
 	pool.Put(buf)
 	w.stats.frames.Add(1)
+	w.stats.inline.Add(1)
 	w.mu.Lock()
 	w.inline = false
-	w.receivedAtWrite = w.received.Load()
+	w.receivedAtWrite = seen
 	if err != nil && w.err == nil {
 		w.err = err
 		_ = w.conn.Close() // wake the read loop: the session ends with this error
@@ -60,5 +62,5 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 type inlineState struct {
 	inline          bool           // a stream's goroutine is writing to the conn (inlineLocked)
 	received        *atomic.Uint64 // the session's frames received; nil: no inline writes
-	receivedAtWrite uint64         // received when the last write ended
+	receivedAtWrite uint64         // received when the last write started
 }

@@ -514,7 +514,7 @@ func (s *Session) RTT() time.Duration { return time.Duration(s.rtt.Load()) }
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
-	frames, writes, bytes := s.w.snapshot()
+	frames, writes, bytes, inline := s.w.snapshot()
 	return Stats{
 		FramesSent:     frames,
 		Writes:         writes,
@@ -522,6 +522,7 @@ func (s *Session) Stats() Stats {
 		FramesReceived: s.recvFrames.Load(),
 		BytesReceived:  s.recvBytes.Load(),
 		BytesLent:      s.lentBytes.Load(),
+		InlineWrites:   inline,
 	}
 }
 

@@ -117,6 +117,12 @@ func waitChan(c *chan struct{}) chan struct{} {
 // matching ErrStreamReset (never io.EOF) when the session died first;
 // ErrStreamClosed after CloseRead or Close; os.ErrDeadlineExceeded when the
 // read deadline passes.
+//
+// On a TCP or Unix conn, a Read that waits with a buffer of 16 KiB or more
+// lends it to the session: the next data frame's payload is read from the
+// conn straight into b, saving a copy (Stats.BytesLent counts those
+// bytes). The Read still returns at its deadline, reset or close, with the
+// bytes that came.
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
 	for {
@@ -280,10 +286,13 @@ func (s *Stream) sendWindowUpdate(h header) {
 // Write writes b to the stream and returns once braid no longer needs b:
 // the caller may reuse it at once. It blocks while the peer's receive
 // window is exhausted. b is sent in frames of at most Config.MaxBatchBytes
-// (and of what the window allows); a frame of 16 KiB or more is written to
-// the connection from b itself (with writev where the connection supports
-// it), not copied, and Write waits for that write; smaller frames are
-// copied, and Write waits only for room in the stream's send queue. A
+// (and of what the window allows; more while this stream alone sends on a
+// fast conn); a frame of 16 KiB or more is written to the connection from
+// b itself (with writev where the connection supports it), not copied, and
+// Write waits for that write; smaller frames are copied, and Write waits
+// only for room in the stream's send queue, or writes the frame itself
+// when the session's writer is idle and the session received a frame since
+// its last write (a request-response exchange; Stats.InlineWrites). A
 // zero-length b writes nothing.
 //
 // Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError

@@ -1,0 +1,182 @@
+package braid
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of inline writes (inline.go): a small frame written by its
+// stream's goroutine when the writer is idle and a frame came since the
+// last write.
+
+// awaitWriterIdle waits until s's writer is parked with nothing queued.
+func awaitWriterIdle(t *testing.T, s *Session) {
+	t.Helper()
+	w := s.w
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.idle && !w.inline && len(w.ctrl) == 0 && !w.sched.busy()
+	}, 5*time.Second, 100*time.Microsecond, "writer idle")
+}
+
+// TestInlineWrites: in a request-response exchange every small Write is
+// written inline; a burst with nothing received
+// between its writes has only its first frame inline, and the rest go to
+// the writer, coalesced.
+func TestInlineWrites(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxStreamWindow = InitialStreamWindow // no window growth: no window update between the messages
+	client, server, a, b := streamPair(t, cfg)
+	awaitRTT(t, client, server)
+	msg := []byte("ping")
+	buf := make([]byte, len(msg))
+	exchange := func() {
+		t.Helper()
+		awaitWriterIdle(t, client)
+		_, err := a.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(b, buf)
+		require.NoError(t, err)
+		awaitWriterIdle(t, server)
+		_, err = b.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(a, buf)
+		require.NoError(t, err)
+	}
+	exchange() // each side has received a frame since its last write now
+	c0, s0 := client.Stats(), server.Stats()
+	const rounds = 10
+	for range rounds {
+		exchange()
+	}
+	c1, s1 := client.Stats(), server.Stats()
+	require.Equal(t, uint64(rounds), c1.InlineWrites-c0.InlineWrites, "client's inline writes")
+	require.Equal(t, uint64(rounds), s1.InlineWrites-s0.InlineWrites, "server's inline writes")
+
+	const burst = 100
+	awaitWriterIdle(t, client)
+	for range burst {
+		_, err := a.Write(msg)
+		require.NoError(t, err)
+	}
+	_, err := io.ReadFull(b, make([]byte, burst*len(msg)))
+	require.NoError(t, err)
+	c2 := client.Stats()
+	require.Equal(t, uint64(1), c2.InlineWrites-c1.InlineWrites, "inline writes in a burst")
+	require.Less(t, c2.Writes-c1.Writes, uint64(burst/2), "the burst's conn writes")
+}
+
+// gatedConn is a conn whose Writes, once armed, wait at a gate: the test
+// holds a write in progress while it looks at what else writes.
+type gatedConn struct {
+	net.Conn
+	open    sync.Once
+	mu      sync.Mutex
+	gate    chan struct{} // closed to let Writes through; nil when not armed
+	entered chan struct{} // gets a value as each gated Write arrives
+	writing atomic.Int32  // Writes in progress
+}
+
+func (c *gatedConn) arm() {
+	c.mu.Lock()
+	c.gate, c.entered = make(chan struct{}), make(chan struct{}, 16)
+	c.mu.Unlock()
+}
+
+// release lets gated Writes through.
+func (c *gatedConn) release() {
+	c.mu.Lock()
+	gate := c.gate
+	c.mu.Unlock()
+	c.open.Do(func() { close(gate) })
+}
+
+func (c *gatedConn) Write(p []byte) (int, error) {
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
+	c.mu.Lock()
+	gate, entered := c.gate, c.entered
+	c.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		<-gate
+	}
+	return c.Conn.Write(p)
+}
+
+// TestInlineWriteExcludesTheWriter: while a stream writes inline, frames
+// queued meanwhile wait: the writer does not write to the conn until the
+// inline write is done, and then sends them.
+func TestInlineWriteExcludesTheWriter(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	gc := &gatedConn{Conn: c1}
+	client, server := sessionPairOver(t, gc, c2, nil)
+	t.Cleanup(gc.release) // before the sessions close (cleanups run last first)
+	awaitRTT(t, client, server)
+	a, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	other, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	for _, st := range []*Stream{a, other} {
+		_, err = st.Write([]byte{0})
+		require.NoError(t, err)
+	}
+	var peers []*Stream
+	for range 2 {
+		b, err := server.AcceptStream()
+		require.NoError(t, err)
+		_, err = io.ReadFull(b, make([]byte, 1))
+		require.NoError(t, err)
+		_, err = b.Write([]byte{1}) // a frame for the client to receive
+		require.NoError(t, err)
+		peers = append(peers, b)
+	}
+	for _, st := range []*Stream{a, other} {
+		_, err = io.ReadFull(st, make([]byte, 1))
+		require.NoError(t, err)
+	}
+
+	awaitWriterIdle(t, client)
+	inline0 := client.Stats().InlineWrites
+	gc.arm()
+	errc := make(chan error, 2)
+	go func() { _, err := a.Write([]byte("inline")); errc <- err }()
+	<-gc.entered // the inline write is at the gate
+	go func() { _, err := other.Write([]byte("queued")); errc <- err }()
+	require.NoError(t, errWithin(t, errc, "the queued Write")) // queued, not written
+	time.Sleep(20 * time.Millisecond)                          // the writer would write now if it could
+	require.Equal(t, int32(1), gc.writing.Load(), "conn Writes in progress beside the inline one")
+	gc.release()
+	require.NoError(t, errWithin(t, errc, "the inline Write"))
+	require.Equal(t, uint64(1), client.Stats().InlineWrites-inline0, "inline writes")
+	for i, want := range []string{"inline", "queued"} {
+		got := make([]byte, len(want))
+		require.NoError(t, peers[i].SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, err := io.ReadFull(peers[i], got)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got))
+	}
+}
+
+// awaitRTT waits until both sessions measured their first round trip: the
+// pings a session starts with are answered, and no frame of theirs is
+// still to come.
+func awaitRTT(t *testing.T, sessions ...*Session) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, s := range sessions {
+			if s.RTT() == 0 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "first round trips")
+}
