@@ -348,7 +348,7 @@ func (w *writer) takeLocked() {
 	}
 	w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
 	limit, refLimit := w.maxBatch, w.maxBatch
-	if r := w.bound.room(); r >= 0 && !w.draining {
+	if r := w.bound.refRoom(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.copyRoom()))
 	}
@@ -552,9 +552,9 @@ func (w *writer) hasWorkLocked() bool {
 		return false
 	}
 	if w.peerRTT != nil {
-		w.bound.setBudget(w.peerRTT())
+		w.bound.setBudget(w.peerRTT(), w.writev && w.sched.cutsAtRoom())
 	}
-	if w.sched.refFits(w.bound.room()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
+	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true

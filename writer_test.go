@@ -83,11 +83,29 @@ func TestResetDropsQueuedData(t *testing.T) {
 	require.Less(t, sent, uint64(3*batch), "bytes sent after the reset")
 }
 
+// TestInflightSharedRefHold: while several streams send on a writev conn,
+// by-reference frames leave sharedRefHold of the budget unused and copied
+// frames keep all of it; a by-reference room of 0 asks for a marker, so
+// the pong that frees it comes.
+func TestInflightSharedRefHold(t *testing.T) {
+	var f inflight
+	f.setBudget(10*time.Microsecond, true)
+	require.Equal(t, minInflight-sharedRefHold, f.refRoom(), "by reference")
+	require.Equal(t, minInflight, f.room(), "copied")
+	f.took(minInflight - sharedRefHold)
+	require.Zero(t, f.refRoom())
+	require.Equal(t, sharedRefHold, f.room())
+	f.marked = f.sent - 1 // all but a byte marked: only the full room asks
+	require.True(t, f.needMarker(), "no room for by-reference frames: a marker")
+	f.setBudget(10*time.Microsecond, false)
+	require.Equal(t, sharedRefHold, f.refRoom(), "a lone stream's frames use the whole budget")
+}
+
 // TestInflightBudget is a table test of the in-flight bound's accounting.
 func TestInflightBudget(t *testing.T) {
 	var f inflight
 	require.Equal(t, -1, f.room(), "no round trip yet: no bound")
-	f.setBudget(10 * time.Microsecond)
+	f.setBudget(10*time.Microsecond, false)
 	require.Equal(t, minInflight, f.budget, "a short round trip gets the least budget")
 	steps := []struct {
 		took     int
@@ -122,7 +140,7 @@ func TestInflightBudget(t *testing.T) {
 	require.Len(t, f.markers, 0)
 	require.Equal(t, minInflight, f.room())
 	// Long round trips scale the budget; off means no bound.
-	f.setBudget(10 * time.Millisecond)
+	f.setBudget(10*time.Millisecond, false)
 	require.Equal(t, int(0.01*inflightRate), f.budget)
 	f.off = true
 	require.Equal(t, -1, f.room())
@@ -136,10 +154,10 @@ func TestInflightBudget(t *testing.T) {
 // marker timeout switched the bound off.
 func TestInflightShrunkBudgetMarks(t *testing.T) {
 	var f inflight
-	f.setBudget(2 * time.Millisecond) // 2.5 MB at inflightRate
+	f.setBudget(2*time.Millisecond, false) // 2.5 MB at inflightRate
 	big := f.budget
 	require.False(t, f.took(big/markersPerBudget-1), "under a quarter of the budget: no marker due")
-	f.setBudget(10 * time.Microsecond)
+	f.setBudget(10*time.Microsecond, false)
 	require.Equal(t, 0, f.room(), "the shrunk budget is full")
 	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
 	id := f.mark()
@@ -328,7 +346,7 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
 	defer w.stopMarkerTimer()
-	w.bound.setBudget(10 * time.Microsecond)
+	w.bound.setBudget(10*time.Microsecond, false)
 	w.bound.sent = uint64(w.bound.budget - minRefCut/2) // room: half a cut
 	w.bound.marked = w.bound.sent
 	w.bound.markers = []marker{{id: w.bound.mark(), offset: w.bound.sent}} // a pong will come
