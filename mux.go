@@ -105,6 +105,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	}
 	cfg := &resolved
 	c := newCodec(cfg.Protocol, client)
+	cutter := newReadCutter(conn)
 	s := &Session{
 		conn:     conn,
 		cfg:      *cfg,
@@ -112,7 +113,8 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		codec:    c,
 		caps:     c.caps(),
 		w:        newWriter(conn, c, cfg),
-		cutter:   newReadCutter(conn),
+		br:       newReadBuffer(checkedReader{conn}, cutter),
+		cutter:   cutter,
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
 		streams:  make(map[uint32]*Stream),
@@ -122,7 +124,6 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		// loses no stream to a burst that came first.
 		lastAccept: time.Now(),
 	}
-	s.br = newReadBuffer(checkedReader{conn}, s.cutter)
 	if client {
 		s.nextID = 1
 	}
@@ -785,7 +786,7 @@ func (s *Session) handleStreamFrame(h header) error {
 // buffer of a Read waiting on st, as much as it takes, when it is lent
 // (lend.go); the rest into st's buffer (bufferPayload).
 func (s *Session) readPayload(st *Stream, n uint32) error {
-	if n > maxSmallPayload {
+	if n > maxSmallPayload && s.cutter != nil { // no lock per frame where nothing lends
 		if p := st.borrow(int(n)); p != nil {
 			k, err := s.br.readLent(p)
 			st.giveBack(k)

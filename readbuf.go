@@ -138,14 +138,7 @@ func (b *readBuffer) fill(need int) error {
 		}
 		n, err := b.connRead(b.buf[b.w:], false)
 		b.w += n
-		b.noteRead(n)
-		if err != nil {
-			b.err = err
-		} else if n == 0 {
-			if empty++; empty >= maxEmptyReads {
-				b.err = io.ErrNoProgress
-			}
-		}
+		b.took(n, err, &empty)
 	}
 	return nil
 }
@@ -219,6 +212,22 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// took records a conn read of fill's or readLent's loop that brought n
+// bytes: its error becomes the buffer's, and too many reads in a row
+// (empty counts them) with neither bytes nor an error are
+// io.ErrNoProgress.
+func (b *readBuffer) took(n int, err error, empty *int) {
+	b.noteRead(n)
+	switch {
+	case err != nil:
+		b.err = err
+	case n == 0:
+		if *empty++; *empty >= maxEmptyReads {
+			b.err = io.ErrNoProgress
+		}
+	}
+}
+
 // connRead is one read of the conn. A cut's timeout (lend.go) is not the
 // conn's error: the read is retried, or with lent, ends with errLendCut
 // and what it brought.
@@ -250,17 +259,11 @@ func (b *readBuffer) readLent(p []byte) (int, error) {
 		b.settle()
 		m, err := b.connRead(p[n:], true)
 		n += m
-		b.noteRead(m)
-		switch {
-		case err == errLendCut:
+		if err == errLendCut {
+			b.noteRead(m)
 			return n, err
-		case err != nil:
-			b.err = err
-		case m == 0:
-			if empty++; empty >= maxEmptyReads {
-				b.err = io.ErrNoProgress
-			}
 		}
+		b.took(m, err, &empty)
 	}
 	return n, nil
 }
