@@ -85,7 +85,7 @@ type writer struct {
 	conn         net.Conn
 	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
-	yieldPong    bool // the read loop yields after a marker's pong (yieldForPong)
+	slowPong     bool // no writev and more than one P: the read loop yields after a marker's pong (yieldForPong), and a lone stream's budget is larger (loneParallelScale)
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
@@ -139,7 +139,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
-		yieldPong:    !supportsWritev(conn) && runtime.GOMAXPROCS(0) > 1,
+		slowPong:     !supportsWritev(conn) && runtime.GOMAXPROCS(0) > 1,
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
@@ -226,7 +226,7 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 // read loop parks between reads, the same yield cost bulk 11 %, and at
 // GOMAXPROCS 1 it puts the read loop behind every runnable goroutine
 // (p50 4x worse, session 3).
-func (w *writer) yieldForPong() bool { return w.yieldPong }
+func (w *writer) yieldForPong() bool { return w.slowPong }
 
 // queuePong queues a ping reply unless too many are queued already.
 func (w *writer) queuePong(id uint32) {
@@ -552,7 +552,8 @@ func (w *writer) hasWorkLocked() bool {
 		return false
 	}
 	if w.peerRTT != nil {
-		w.bound.setBudget(w.peerRTT(), w.writev && w.sched.cutsAtRoom())
+		lone := !w.sched.cutsAtRoom()
+		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.slowPong)
 	}
 	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true

@@ -89,7 +89,7 @@ func TestResetDropsQueuedData(t *testing.T) {
 // the pong that frees it comes.
 func TestInflightSharedRefHold(t *testing.T) {
 	var f inflight
-	f.setBudget(10*time.Microsecond, true)
+	f.setBudget(10*time.Microsecond, true, false)
 	require.Equal(t, minInflight-sharedRefHold, f.refRoom(), "by reference")
 	require.Equal(t, minInflight, f.room(), "copied")
 	f.took(minInflight - sharedRefHold)
@@ -97,7 +97,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 	require.Equal(t, sharedRefHold, f.room())
 	f.marked = f.sent - 1 // all but a byte marked: only the full room asks
 	require.True(t, f.needMarker(), "no room for by-reference frames: a marker")
-	f.setBudget(10*time.Microsecond, false)
+	f.setBudget(10*time.Microsecond, false, false)
 	require.Equal(t, sharedRefHold, f.refRoom(), "a lone stream's frames use the whole budget")
 }
 
@@ -105,7 +105,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 func TestInflightBudget(t *testing.T) {
 	var f inflight
 	require.Equal(t, -1, f.room(), "no round trip yet: no bound")
-	f.setBudget(10*time.Microsecond, false)
+	f.setBudget(10*time.Microsecond, false, false)
 	require.Equal(t, minInflight, f.budget, "a short round trip gets the least budget")
 	steps := []struct {
 		took     int
@@ -140,7 +140,7 @@ func TestInflightBudget(t *testing.T) {
 	require.Len(t, f.markers, 0)
 	require.Equal(t, minInflight, f.room())
 	// Long round trips scale the budget; off means no bound.
-	f.setBudget(10*time.Millisecond, false)
+	f.setBudget(10*time.Millisecond, false, false)
 	require.Equal(t, int(0.01*inflightRate), f.budget)
 	f.off = true
 	require.Equal(t, -1, f.room())
@@ -154,10 +154,10 @@ func TestInflightBudget(t *testing.T) {
 // marker timeout switched the bound off.
 func TestInflightShrunkBudgetMarks(t *testing.T) {
 	var f inflight
-	f.setBudget(2*time.Millisecond, false) // 2.5 MB at inflightRate
+	f.setBudget(2*time.Millisecond, false, false) // 2.5 MB at inflightRate
 	big := f.budget
 	require.False(t, f.took(big/markersPerBudget-1), "under a quarter of the budget: no marker due")
-	f.setBudget(10*time.Microsecond, false)
+	f.setBudget(10*time.Microsecond, false, false)
 	require.Equal(t, 0, f.room(), "the shrunk budget is full")
 	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
 	id := f.mark()
@@ -346,7 +346,7 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
 	defer w.stopMarkerTimer()
-	w.bound.setBudget(10*time.Microsecond, false)
+	w.bound.setBudget(10*time.Microsecond, false, false)
 	w.bound.sent = uint64(w.bound.budget - minRefCut/2) // room: half a cut
 	w.bound.marked = w.bound.sent
 	w.bound.markers = []marker{{id: w.bound.mark(), offset: w.bound.sent}} // a pong will come
@@ -367,4 +367,28 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	w.takeLocked()
 	require.Len(t, w.b.refs, 1)
 	require.Equal(t, minRefCut, len(w.b.refs[0].payload), "the frame is cut at the room")
+}
+
+// TestWriterLoneParallelBudget: on a conn whose marker round trip runs
+// beside the writes (no writev, more than one P), a lone stream's budget
+// is loneParallelScale times larger; once a second stream sends it is back
+// to one budget, and elsewhere it never grows.
+func TestWriterLoneParallelBudget(t *testing.T) {
+	rtt := func() time.Duration { return 10 * time.Microsecond }
+	payload := make([]byte, 64<<10)
+	for _, slowPong := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, slowPong: slowPong}
+		var a, b streamSend
+		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+		require.True(t, w.hasWorkLocked())
+		want := minInflight
+		if slowPong {
+			want *= loneParallelScale
+		}
+		require.Equal(t, want, w.bound.budget, "a lone stream's budget, slowPong %v", slowPong)
+		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, minInflight, w.bound.budget, "two streams' budget, slowPong %v", slowPong)
+		w.stopMarkerTimer()
+	}
 }
