@@ -38,6 +38,7 @@ type Session struct {
 	caps   capabilities // what the protocol can express
 	w      *writer
 	br     *readBuffer // owned by the read loop
+	last   lastStream  // the stream of the last stream frame read; owned by the read loop
 	cutter *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
@@ -48,6 +49,7 @@ type Session struct {
 	recvBytes  atomic.Uint64 // bytes read, headers included
 	lentBytes  atomic.Uint64 // payload bytes read into lent buffers (lend.go)
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
+	removals   atomic.Uint64 // streams taken out of streams; changed under mu (lastStream)
 
 	closedCh chan struct{} // closed when the session starts closing
 	readDone chan struct{} // closed when the read loop returns
@@ -554,6 +556,7 @@ func (s *Session) removeStream(st *Stream) {
 	owned := s.streams[st.id] == st
 	if owned {
 		delete(s.streams, st.id)
+		s.removals.Add(1)
 		if s.isIncoming(st.id) {
 			s.incoming--
 		}
@@ -724,9 +727,7 @@ func (s *Session) handleStreamFrame(h header) error {
 			return err
 		}
 	}
-	s.mu.Lock()
-	st := s.streams[h.streamID]
-	s.mu.Unlock()
+	st := s.lookupStream(h.streamID)
 	if st == nil {
 		// A stream we reset, refused or finished: drop what it carries.
 		if h.typ == typeData && h.length > 0 {
@@ -743,7 +744,11 @@ func (s *Session) handleStreamFrame(h header) error {
 		s.wakeOpenersLocked()
 		s.mu.Unlock()
 	}
-	if h.typ == typeData && h.length > 0 {
+	if h.typ == typeData && h.length > 0 && h.length <= maxSmallPayload && s.caps.flowControl && s.br.buffered() >= int(h.length) {
+		if err := s.receiveSmall(st, h); err != nil {
+			return err
+		}
+	} else if h.typ == typeData && h.length > 0 {
 		switch st.admit(h.length) {
 		case admitWindowExceeded:
 			return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
@@ -780,6 +785,66 @@ func (s *Session) handleStreamFrame(h header) error {
 		st.remoteReset(code)
 	}
 	return nil
+}
+
+// receiveSmall takes a small data frame's payload for st (under flow
+// control) that is in the read buffer already: admitted and buffered
+// under one lock of st, the payload copied from the read buffer. (A
+// payload still to be read is read only once the header is admitted, so
+// that a frame the window can't take is refused on its header.)
+func (s *Session) receiveSmall(st *Stream, h header) error {
+	p, err := s.br.Peek(int(h.length))
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the frame was cut in its payload
+	}
+	if err != nil {
+		return err
+	}
+	switch st.admitSmall(p) {
+	case admitWindowExceeded:
+		return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
+	case admitAfterFIN:
+		return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
+	}
+	s.arrived(h.length)
+	_, err = s.br.Discard(int(h.length))
+	return err
+}
+
+// lookupStream returns the open stream id, nil if there is none. The read
+// loop calls it for every stream frame: a frame is most often for the
+// stream of the frame before (a stream's turn in the peer's batch brings
+// several), and that one is found without the session's lock.
+func (s *Session) lookupStream(id uint32) *Stream {
+	if st := s.last.get(id, s.removals.Load()); st != nil {
+		return st
+	}
+	s.mu.Lock()
+	st := s.streams[id]
+	removals := s.removals.Load()
+	s.mu.Unlock()
+	if st != nil {
+		s.last = lastStream{id: id, st: st, removals: removals}
+	}
+	return st
+}
+
+// lastStream is the read loop's cache of one entry of Session.streams:
+// valid while no stream was removed since it was looked up (stream ids are
+// never reused, so an entry changes only by its removal).
+type lastStream struct {
+	id       uint32
+	st       *Stream
+	removals uint64 // Session.removals when st was looked up
+}
+
+// get returns the cached stream if it is id's and still in the table
+// (removals unchanged), else nil.
+func (c *lastStream) get(id uint32, removals uint64) *Stream {
+	if c.st == nil || c.id != id || c.removals != removals {
+		return nil
+	}
+	return c.st
 }
 
 // readPayload reads a data frame's n payload bytes for st: into the

@@ -624,6 +624,29 @@ func (s *Stream) receive(head, rest recvChunk) {
 	s.consumedAndUnlock(uint32(n))
 }
 
+// admitSmall is admit and receiveSmall under one lock, for a small frame
+// under flow control (Session.receiveSmall): the payload p is buffered when
+// the frame is admitted.
+func (s *Stream) admitSmall(p []byte) admission {
+	s.mu.Lock()
+	switch {
+	case s.readState == halfClosed:
+		s.mu.Unlock()
+		return admitAfterFIN
+	case !s.rw.admit(uint32(len(p))):
+		s.mu.Unlock()
+		return admitWindowExceeded
+	}
+	if s.receivedLocked(len(p)) {
+		s.recv.pushSmall(p)
+		notify(s.readWait)
+		s.mu.Unlock()
+		return admitOK
+	}
+	s.consumedAndUnlock(uint32(len(p)))
+	return admitOK
+}
+
 // receiveSmall is receive for a payload of at most maxSmallPayload bytes
 // that stays the caller's: it is copied into the stream's buffer.
 func (s *Stream) receiveSmall(p []byte) {
