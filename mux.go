@@ -115,7 +115,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		codec:    c,
 		caps:     c.caps(),
 		w:        newWriter(conn, c, cfg),
-		br:       newReadBuffer(checkedReader{conn}, cutter),
+		br:       newReadBuffer(checkedReader{conn}, cutter, newVectorReader(conn)),
 		cutter:   cutter,
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),

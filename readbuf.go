@@ -52,7 +52,8 @@ const (
 // safe for concurrent use: only the read loop uses it.
 type readBuffer struct {
 	conn     io.Reader
-	cutter   *readCutter // interrupts reads for a lent buffer (lend.go); nil if the conn can't lend
+	cutter   *readCutter   // interrupts reads for a lent buffer (lend.go); nil if the conn can't lend
+	vec      *vectorReader // reads a payload's rest and what follows it at once (readv_linux.go); nil if the conn can't
 	small    [smallReadSize]byte
 	big      []byte    // from the pool while held; nil otherwise
 	buf      []byte    // small[:] or big
@@ -63,8 +64,8 @@ type readBuffer struct {
 	err      error     // the conn's error, returned once the buffer is consumed
 }
 
-func newReadBuffer(conn io.Reader, cutter *readCutter) *readBuffer {
-	b := &readBuffer{conn: conn, cutter: cutter}
+func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
+	b := &readBuffer{conn: conn, cutter: cutter, vec: vec}
 	b.buf = b.small[:]
 	return b
 }
@@ -190,8 +191,8 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 		}
 		b.settle()
 		if len(p) >= readBufferSize {
-			n, err := b.connRead(p, false)
-			b.noteRead(n)
+			n, total, err := b.connReadPast(p, false)
+			b.noteRead(total)
 			if err != nil {
 				b.err = err
 				if n == 0 {
@@ -246,6 +247,33 @@ func (b *readBuffer) connRead(p []byte, lent bool) (int, error) {
 	}
 }
 
+// connReadPast is connRead into p (the rest of a payload, nothing
+// buffered), and with a vector reader, in the same system call, on into
+// the read buffer: what follows the payload on the conn is buffered as
+// fill would buffer it. It returns the bytes put in p and the bytes the
+// read brought in all.
+func (b *readBuffer) connReadPast(p []byte, lent bool) (inP, total int, err error) {
+	if b.vec == nil {
+		n, err := b.connRead(p, lent)
+		return n, n, err
+	}
+	if b.big == nil {
+		b.useBig()
+	}
+	for {
+		n, err := b.vec.read(p, b.buf[b.w:])
+		if err != nil && b.cutter != nil && b.cutter.cleared(err) {
+			if lent {
+				return 0, 0, errLendCut
+			}
+			continue
+		}
+		inP = min(n, len(p))
+		b.w += n - inP
+		return inP, n, err
+	}
+}
+
 // readLent fills p, a Read's lent buffer: with what is buffered, then
 // straight from the conn. A cut ends it early with errLendCut; a conn's
 // error with that error. It returns the bytes put in p.
@@ -257,13 +285,13 @@ func (b *readBuffer) readLent(p []byte) (int, error) {
 			return n, b.err
 		}
 		b.settle()
-		m, err := b.connRead(p[n:], true)
+		m, total, err := b.connReadPast(p[n:], true)
 		n += m
 		if err == errLendCut {
-			b.noteRead(m)
+			b.noteRead(total)
 			return n, err
 		}
-		b.took(m, err, &empty)
+		b.took(total, err, &empty)
 	}
 	return n, nil
 }

@@ -34,7 +34,7 @@ func TestReadBufferReleasedAtStreamEnd(t *testing.T) {
 			make([]byte, smallReadSize), // fills whatever buffer it gets
 			make([]byte, 10),
 		}}
-		b := newReadBuffer(r, nil)
+		b := newReadBuffer(r, nil, nil)
 		_, err := b.Peek(smallReadSize + 1) // more than the small buffer: the large one
 		require.NoError(t, err)
 		_, err = b.Discard(b.buffered())
@@ -69,7 +69,7 @@ func TestReadBufferHandOff(t *testing.T) {
 		part[i] = byte(i)
 	}
 	r := &scriptedReader{chunks: [][]byte{append(make([]byte, headerSize), part...), {1, 2, 3}}}
-	b := newReadBuffer(r, nil)
+	b := newReadBuffer(r, nil, nil)
 	_, err := b.Peek(smallReadSize + 1)
 	require.NoError(t, err)
 	_, err = b.Discard(headerSize)
@@ -90,7 +90,7 @@ func TestReadBufferHandOff(t *testing.T) {
 	require.Equal(t, part, data, "the handed-over bytes were overwritten")
 
 	small := &scriptedReader{chunks: [][]byte{make([]byte, minHandOff-1)}}
-	b = newReadBuffer(small, nil)
+	b = newReadBuffer(small, nil, nil)
 	_, err = b.Peek(smallReadSize + 1)
 	require.NoError(t, err)
 	require.Nil(t, b.handOff(64*1024).data, "a buffer filled less than minHandOff is copied from, not handed over")
