@@ -55,7 +55,7 @@ type Stats struct {
 	FramesReceived uint64 // frames read from the conn
 	BytesReceived  uint64 // bytes read from the conn, headers included
 	BytesLent      uint64 // of those, payload read straight into a waiting Read's buffer (see Stream.Read)
-	InlineWrites   uint64 // of Writes, those a small frame's stream made itself, the writer being idle (see Stream.Write)
+	InlineWrites   uint64 // of Writes, those a stream made itself, the writer having nothing to write (see Stream.Write)
 }
 
 // writerStats are updated by the writer goroutine and read by Stats.
@@ -102,18 +102,19 @@ type writer struct {
 	pongs       int           // pongs in ctrl
 	sched       scheduler     // the streams with queued frames, and who writes next
 	idle        bool          // run is parked waiting for wake
+	writing     bool          // run has frames to write: a batch (takeLocked to complete) or the partial record kept from one (flat); no inline write starts
 	room        chan struct{} // closed when ctrl space frees up; nil if nobody waits
 	err         error         // sticky; set once, by close or a failed write
 	draining    bool          // close asked run to flush what is queued and stop
 	spareCtrl   []byte        // buffer swapped with ctrl per batch
 	bound       inflight      // the connection-level in-flight bound
-	inlineState               // a stream's own write of a small frame (inline.go)
+	inlineState               // a stream's own write of a frame (inline.go)
+	rate        writeRate     // how fast the conn takes large writes (writerate.go)
 
 	wake chan struct{} // one slot: something was queued, or close
 
 	// Fields below belong to run (see above).
-	b    batch
-	rate writeRate // how fast the conn takes large writes (writerate.go)
+	b batch
 	// flat is the batch on a conn without writev; between batches it
 	// holds the last batch's final partial record (see writeFlat),
 	// written with the next batch, or alone before run parks or stops.
@@ -266,9 +267,11 @@ func (w *writer) run() {
 func (w *writer) waitLocked() bool {
 	for w.inline || !w.hasWorkLocked() {
 		if !w.inline && len(w.flat) > 0 {
+			w.writing = true
 			w.mu.Unlock()
 			w.flat = w.flushPartial(w.flat)
 			w.mu.Lock()
+			w.writing = false
 			continue
 		}
 		w.idle = true
@@ -278,9 +281,11 @@ func (w *writer) waitLocked() bool {
 		w.mu.Lock()
 	}
 	if w.err == nil && w.draining && len(w.ctrl) == 0 && !w.sched.busy() && len(w.flat) > 0 {
+		w.writing = true
 		w.mu.Unlock()
 		w.flat = w.flushPartial(w.flat)
 		w.mu.Lock()
+		w.writing = false
 	}
 	if w.err != nil || (w.draining && len(w.ctrl) == 0 && !w.sched.busy()) {
 		w.failLocked(w.err)
@@ -340,6 +345,7 @@ func flatBufSize(b *batch) int {
 // due. mu held.
 func (w *writer) takeLocked() {
 	b := &w.b
+	w.writing = true // until complete
 	b.ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
@@ -370,15 +376,14 @@ func (w *writer) takeLocked() {
 
 // timedWriteBatch is writeBatch, timed for the write rate when the batch
 // is large enough to tell it (two clock reads per large batch, none per
-// small one).
-func (w *writer) timedWriteBatch() error {
+// small one); complete records the time.
+func (w *writer) timedWriteBatch() (time.Duration, error) {
 	if w.b.size < minRateSample {
-		return w.writeBatch()
+		return 0, w.writeBatch()
 	}
 	start := time.Now()
 	err := w.writeBatch()
-	w.rate.sample(w.b.size, time.Since(start))
-	return err
+	return time.Since(start), err
 }
 
 // writeBatch writes w.b to the conn, without mu: one writev, or on a conn
@@ -432,13 +437,17 @@ func (w *writer) writeBatch() error {
 	return err
 }
 
-// complete finishes the batch written with err: its by-reference frames'
-// streams are done with them (refWritten), and a write error becomes the
-// writer's, closing the conn. Then, after a full batch with nothing left
-// queued, it yields. It takes mu.
-func (w *writer) complete(err error) {
+// complete finishes the batch written with err in d (0: not timed): its
+// by-reference frames' streams are done with them (refWritten), and a
+// write error becomes the writer's, closing the conn. Then, after a full
+// batch with nothing left queued, it yields. It takes mu.
+func (w *writer) complete(d time.Duration, err error) {
 	b := &w.b
 	w.mu.Lock()
+	w.writing = len(w.flat) > 0 // a frame's last partial record waits in flat: nothing may go before it
+	if d > 0 {
+		w.rate.sample(b.size, d)
+	}
 	w.spareCtrl = b.ctrl[:0]
 	for i := range b.refs {
 		if s := b.refs[i].owner; s != nil {
@@ -618,14 +627,18 @@ func (w *writer) write(b []byte) error {
 
 // writeVec writes vec with writev under the connection write timeout, as
 // write does. vec's backing array stays the caller's.
-func (w *writer) writeVec(vec net.Buffers) error {
-	w.vec = vec
+func (w *writer) writeVec(vec net.Buffers) error { return w.writeVecInto(&w.vec, vec) }
+
+// writeVecInto is writeVec with bufs (consumed as the write goes) its
+// caller's: run's or an inline write's.
+func (w *writer) writeVecInto(bufs *net.Buffers, vec net.Buffers) error {
+	*bufs = vec
 	for {
 		w.armWriteTimeout()
-		n, err := w.vec.WriteTo(w.conn) // consumes what was written
+		n, err := bufs.WriteTo(w.conn) // consumes what was written
 		// As in write: retry while the conn accepts bytes.
-		if err = w.account(n, err); err != ErrConnectionWriteTimeout || n == 0 || len(w.vec) == 0 {
-			w.vec = nil
+		if err = w.account(n, err); err != ErrConnectionWriteTimeout || n == 0 || len(*bufs) == 0 {
+			*bufs = nil
 			return err
 		}
 	}

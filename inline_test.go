@@ -2,6 +2,7 @@ package braid
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -179,4 +180,171 @@ func awaitRTT(t *testing.T, sessions ...*Session) {
 		}
 		return true
 	}, 5*time.Second, time.Millisecond, "first round trips")
+}
+
+// TestInlineRefWrites: on a TCP conn a lone stream's large Writes are
+// written by their own goroutine (counted in InlineWrites), and every byte
+// arrives in order.
+func TestInlineRefWrites(t *testing.T) {
+	client, server, a, b := streamPair(t, nil)
+	awaitRTT(t, client, server)
+	const writes, size = 20, 100 << 10
+	done := make(chan error, 1)
+	go func() {
+		got := make([]byte, size)
+		for i := range writes {
+			if _, err := io.ReadFull(b, got); err != nil {
+				done <- err
+				return
+			}
+			for j, c := range got {
+				if c != byte(i+j) {
+					done <- fmt.Errorf("write %d byte %d: got %d, want %d", i, j, c, byte(i+j))
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	awaitWriterIdle(t, client)
+	inline0 := client.Stats().InlineWrites
+	msg := make([]byte, size)
+	for i := range writes {
+		for j := range msg {
+			msg[j] = byte(i + j)
+		}
+		_, err := a.Write(msg)
+		require.NoError(t, err)
+	}
+	require.NoError(t, errWithin(t, done, "the reader"))
+	require.Positive(t, client.Stats().InlineWrites-inline0, "inline by-reference writes")
+}
+
+// TestInlineRefAllowed: a by-reference frame goes inline only on a writev
+// conn whose writer has nothing to write and nothing queued, and not
+// once the Write's deadline passed.
+func TestInlineRefAllowed(t *testing.T) {
+	var frames atomic.Uint64
+	newW := func() *writer {
+		return &writer{codec: yamuxCodec{}, writev: true, coalesce: true, maxBatch: DefaultMaxBatchBytes,
+			sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), inlineState: inlineState{received: &frames}}
+	}
+	closed := make(chan struct{})
+	close(closed)
+	require.True(t, newW().inlineRefAllowedLocked(nil), "an idle writer")
+	cases := map[string]func(w *writer) <-chan struct{}{
+		"no writev":         func(w *writer) <-chan struct{} { w.writev = false; return nil },
+		"a batch in write":  func(w *writer) <-chan struct{} { w.writing = true; return nil },
+		"an inline write":   func(w *writer) <-chan struct{} { w.inline = true; return nil },
+		"coalescing off":    func(w *writer) <-chan struct{} { w.coalesce = false; return nil },
+		"a coalesce delay":  func(w *writer) <-chan struct{} { w.delay = time.Millisecond; return nil },
+		"draining":          func(w *writer) <-chan struct{} { w.draining = true; return nil },
+		"failed":            func(w *writer) <-chan struct{} { w.err = ErrSessionClosed; return nil },
+		"control queued":    func(w *writer) <-chan struct{} { w.ctrl = []byte{0}; return nil },
+		"a deadline passed": func(w *writer) <-chan struct{} { return closed },
+		"a stream queued": func(w *writer) <-chan struct{} {
+			w.sched.push(&streamSend{}, header{typ: typeData, streamID: 1, length: 1}, []byte{0})
+			return nil
+		},
+	}
+	for name, set := range cases {
+		w := newW()
+		cancel := set(w)
+		require.False(t, w.inlineRefAllowedLocked(cancel), name)
+	}
+}
+
+// hiddenConn hides its conn's type: the writer sees a conn without writev
+// (as a security layer's) and writes whole records (writeFlat).
+type hiddenConn struct{ net.Conn }
+
+// TestInlineWritesKeepRecordsWhole: on a conn without writev the writer
+// keeps a frame's last partial record for its next batch; a small frame
+// written inline meanwhile would split that frame. A bulk stream and a
+// request-response stream run side by side, and every byte of both must
+// arrive (a split frame is a protocol error at the peer).
+func TestInlineWritesKeepRecordsWhole(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	client, server := sessionPairOver(t, hiddenConn{c1}, hiddenConn{c2}, nil)
+	awaitRTT(t, client, server)
+	bulk, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	rpc, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = rpc.Write([]byte{0})
+	require.NoError(t, err)
+	const writes, size, exchanges = 40, 100<<10 + 7, 300
+	errc := make(chan error, 3)
+	go func() {
+		msg := make([]byte, size)
+		for i := range writes {
+			for j := range msg {
+				msg[j] = byte(i + j)
+			}
+			if _, err := bulk.Write(msg); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	go func() {
+		var peers [2]*Stream
+		for range 2 {
+			st, err := server.AcceptStream()
+			if err != nil {
+				errc <- err
+				return
+			}
+			if st.ID() == bulk.ID() {
+				peers[0] = st
+			} else {
+				peers[1] = st
+			}
+		}
+		go func() {
+			got := make([]byte, size)
+			for i := range writes {
+				if _, err := io.ReadFull(peers[0], got); err != nil {
+					errc <- err
+					return
+				}
+				for j, c := range got {
+					if c != byte(i+j) {
+						errc <- fmt.Errorf("bulk write %d byte %d: got %d", i, j, c)
+						return
+					}
+				}
+			}
+			errc <- nil
+		}()
+		buf := make([]byte, 1)
+		if _, err := io.ReadFull(peers[1], buf); err != nil {
+			errc <- err
+			return
+		}
+		for range exchanges {
+			if _, err := io.ReadFull(peers[1], buf); err != nil {
+				errc <- err
+				return
+			}
+			if _, err := peers[1].Write(buf); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 1)
+	for i := range exchanges {
+		buf[0] = byte(i)
+		_, err := rpc.Write(buf)
+		require.NoError(t, err)
+		_, err = io.ReadFull(rpc, buf)
+		require.NoError(t, err)
+		require.Equal(t, byte(i), buf[0])
+	}
+	for range 2 {
+		require.NoError(t, errWithin(t, errc, "bulk"))
+	}
+	require.Positive(t, client.Stats().InlineWrites, "inline writes")
 }

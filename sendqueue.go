@@ -258,6 +258,11 @@ func (w *writer) sendRef(s *streamSend, h header, payload []byte, cancel <-chan 
 		w.mu.Unlock()
 		return false, err
 	}
+	h, payload, err = w.inlineRefLocked(s, h, payload, cancel)
+	if err != nil || len(payload) == 0 {
+		w.mu.Unlock()
+		return true, err
+	}
 	flushed := s.wait()
 	w.sched.pushRef(s, h, payload)
 	w.signal()

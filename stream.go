@@ -289,11 +289,13 @@ func (s *Stream) sendWindowUpdate(h header) {
 // (and of what the window allows; more while this stream alone sends on a
 // fast conn); a frame of 16 KiB or more is written to the connection from
 // b itself (with writev where the connection supports it), not copied, and
-// Write waits for that write; smaller frames are copied, and Write waits
-// only for room in the stream's send queue, or writes the frame itself
-// when the session's writer is idle and the session received a frame since
-// its last write (a request-response exchange; Stats.InlineWrites). A
-// zero-length b writes nothing.
+// Write waits for that write, which it makes itself on a TCP or Unix conn
+// while no other frame is queued; smaller frames are copied, and Write
+// waits only for room in the stream's send queue, or writes the frame
+// itself when the session's writer has nothing to write and the session
+// received a frame since its last write (a request-response exchange).
+// Stats.InlineWrites counts the writes a Write made itself. A zero-length
+// b writes nothing.
 //
 // Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError
 // after a reset, an error matching ErrStreamReset when the session died,

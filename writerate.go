@@ -32,7 +32,7 @@ const (
 
 // writeRate is how fast the conn takes large writes: a moving average of
 // the time per byte (so that one slow write counts for more than one fast
-// one). Owned by the writer's goroutine.
+// one). Guarded by writer.mu: run and inline writes sample it.
 type writeRate struct {
 	nsPerByte float64 // 0 until a write was timed
 }
