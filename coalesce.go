@@ -85,7 +85,8 @@ type writer struct {
 	conn         net.Conn
 	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
-	slowPong     bool // no writev and more than one P: the read loop yields after a marker's pong (yieldForPong), and a lone stream's budget is larger (loneParallelScale)
+	slowPong     bool // no writev and more than one P: the read loop yields after a marker's pong (yieldForPong)
+	parallel     bool // more than one P when the session started: a lone stream's budget is larger (loneParallelScale)
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
@@ -141,6 +142,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		codec:        c,
 		writev:       supportsWritev(conn),
 		slowPong:     !supportsWritev(conn) && runtime.GOMAXPROCS(0) > 1,
+		parallel:     runtime.GOMAXPROCS(0) > 1,
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
@@ -562,7 +564,7 @@ func (w *writer) hasWorkLocked() bool {
 	}
 	if w.peerRTT != nil {
 		lone := !w.sched.cutsAtRoom()
-		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.slowPong)
+		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel)
 	}
 	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true

@@ -41,21 +41,24 @@ const (
 	// has nothing to wait behind it.
 	sharedRefHold = 64 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
-	// sends on a conn without writev (TLS, noise) with more than one P.
-	// There the peer decrypts what is ahead of a marker while this side
-	// encrypts the next records, so the marker's round trip (about 145
-	// µs over TLS on loopback under load, twice TCP's) runs beside the
-	// writes, and one budget of minInflight per round trip is about the
-	// conn's rate: the writer waited for pongs. Four budgets (768 KiB,
-	// at most ~600 µs at 1.3 GB/s, only while no other stream sends:
-	// once one does, the budget is back to one for the next batch)
-	// measured, in paired runs at GOMAXPROCS 2: one-stream TLS bulk
-	// x1.09 (8 of 8), notifications of 256 KiB x1.19 (6 of 6) and 64 KiB
-	// x1.07, the ping beside 10 bulk streams no worse (p50 x0.86). Two
-	// budgets: bulk x1.02, notifications x1.07 and x1.10. At GOMAXPROCS 1
-	// the two sides take turns and the round trip costs no write time;
-	// four budgets there measured bulk x0.93 over TLS and x0.72 over TCP
-	// (longer bursts, colder caches), and over TCP at GOMAXPROCS 2 x1.01.
+	// sends and the session has more than one P. The peer's read loop
+	// then reads (over TLS, decrypts) what is ahead of a marker while
+	// this side writes the next frames, so the marker's round trip
+	// (about 145 µs over TLS on loopback under load, twice TCP's) runs
+	// beside the writes, and one budget of minInflight per round trip is
+	// about the conn's rate: the writer waited for pongs. Four budgets
+	// (768 KiB, while no other stream sends: once one does, the budget
+	// is back to one for the next batch) measured, in paired runs at
+	// GOMAXPROCS 2: over TLS one-stream bulk x1.09 (8 of 8),
+	// notifications of 256 KiB x1.19 (6 of 6) and 64 KiB x1.07, the ping
+	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
+	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
+	// (4 of 10 above; a 256 KiB frame alone is more than one budget).
+	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
+	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
+	// and the round trip costs no write time; four budgets there
+	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
+	// colder caches).
 	loneParallelScale = 4
 	// inflightRate is the rate the budget covers a round trip of:
 	// 10 Gbit/s. Faster paths with long round trips are limited to
@@ -122,8 +125,8 @@ func (f *inflight) roomFor(extra int) int {
 // setBudget sizes the budget from the round trip; rtt 0 (no pong yet)
 // leaves it off. shared: several streams send on a conn with writev, and
 // by-reference frames hold sharedRefHold back. loneParallel: one stream
-// sends on a conn whose marker round trip runs beside the writes, and the
-// budget is loneParallelScale times larger. mu held.
+// sends, with more than one P, so the marker's round trip runs beside
+// the writes, and the budget is loneParallelScale times larger. mu held.
 func (f *inflight) setBudget(rtt time.Duration, shared, loneParallel bool) {
 	f.refHold = 0
 	if shared {

@@ -103,7 +103,7 @@ type inlineState struct {
 func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel <-chan struct{}) (header, []byte, error) {
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
 		if w.peerRTT != nil {
-			w.bound.setBudget(w.peerRTT(), false, w.slowPong)
+			w.bound.setBudget(w.peerRTT(), false, w.parallel)
 		}
 		room := w.bound.refRoom()
 		if room == 0 {

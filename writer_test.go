@@ -369,26 +369,26 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	require.Equal(t, minRefCut, len(w.b.refs[0].payload), "the frame is cut at the room")
 }
 
-// TestWriterLoneParallelBudget: on a conn whose marker round trip runs
-// beside the writes (no writev, more than one P), a lone stream's budget
-// is loneParallelScale times larger; once a second stream sends it is back
-// to one budget, and elsewhere it never grows.
+// TestWriterLoneParallelBudget: with more than one P, where the marker's
+// round trip runs beside the writes, a lone stream's budget is
+// loneParallelScale times larger; once a second stream sends it is back to
+// one budget, and with one P it never grows.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	rtt := func() time.Duration { return 10 * time.Microsecond }
 	payload := make([]byte, 64<<10)
-	for _, slowPong := range []bool{true, false} {
-		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, slowPong: slowPong}
+	for _, parallel := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, parallel: parallel}
 		var a, b streamSend
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
 		require.True(t, w.hasWorkLocked())
 		want := minInflight
-		if slowPong {
+		if parallel {
 			want *= loneParallelScale
 		}
-		require.Equal(t, want, w.bound.budget, "a lone stream's budget, slowPong %v", slowPong)
+		require.Equal(t, want, w.bound.budget, "a lone stream's budget, parallel %v", parallel)
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, minInflight, w.bound.budget, "two streams' budget, slowPong %v", slowPong)
+		require.Equal(t, minInflight, w.bound.budget, "two streams' budget, parallel %v", parallel)
 		w.stopMarkerTimer()
 	}
 }
