@@ -68,7 +68,9 @@ type writerStats struct {
 // their own queues (sendqueue.go); one goroutine (run, owned by the
 // Session, started by newSession and ended by close) drains all control
 // frames and, in the scheduler's order (scheduler.go), the streams' frames
-// into one write.
+// into one write. A stream's goroutine may write in run's stead while run
+// has nothing to write (inline.go): writing and inline, both under mu,
+// keep the conn to one writer at a time.
 // No timer is armed unless CoalesceDelay is set, so a lone frame is written
 // as soon as the goroutine wakes, and batches grow only while the conn is
 // busy with the previous write.
