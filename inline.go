@@ -70,18 +70,20 @@ type inlineState struct {
 	inline          bool           // a stream's goroutine is writing to the conn (inlineLocked)
 	received        *atomic.Uint64 // the session's frames received; nil: no inline writes
 	receivedAtWrite uint64         // received when the last write started
-	inlineVec       net.Buffers    // an inline by-reference frame's vector: header, payload, marker
-	inlineHdr       [headerSize]byte
-	inlineMarker    [headerSize]byte
-	inlineBufs      net.Buffers // what writeVecInto consumes of it; a field, so that WriteTo doesn't allocate
+	// The inline by-reference write's buffers, fields so that nothing
+	// allocates per frame; used only by the goroutine that set inline.
+	inlineVec    net.Buffers      // the frame's vector: header, payload, marker
+	inlineHdr    [headerSize]byte // the frame's header
+	inlineMarker [headerSize]byte // the marker ping after it, when one is due
+	inlineBufs   net.Buffers      // what writeVecInto consumes of inlineVec
 }
 
 // Inline by-reference writes. A large write made while the writer has
-// nothing to write and nothing else is queued writes its frames from the caller's
-// memory on the caller's goroutine, one frame per conn write, as long as
-// that stays so: a stream that sends alone (a file, a notification
-// stream) then pays what one raw conn write pays, with no hand-off to the
-// writer and back per Write. Once anything else queues (another stream's
+// nothing to write and nothing else is queued writes its frames from the
+// caller's memory on the caller's goroutine, one frame per conn write, as
+// long as that stays so: a stream that sends alone (a file, a
+// notification stream) then pays what one raw conn write pays, with no
+// hand-off to the writer and back per Write. Once anything else queues (another stream's
 // frame, a window update, a pong), the rest of the write goes to the
 // writer, which serves it in turn with the others; so a small frame waits
 // behind at most the frame being written, as it would behind the writer's.
