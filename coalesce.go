@@ -566,7 +566,7 @@ func (w *writer) hasWorkLocked() bool {
 	}
 	if w.peerRTT != nil {
 		lone := !w.sched.cutsAtRoom()
-		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel)
+		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && w.sched.loneLargeFrame()))
 	}
 	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true

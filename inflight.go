@@ -53,7 +53,13 @@ const (
 	// notifications of 256 KiB x1.19 (6 of 6) and 64 KiB x1.07, the ping
 	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
 	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
-	// (4 of 10 above; a 256 KiB frame alone is more than one budget).
+	// (4 of 10 above). Not on a writev conn while the lone stream's
+	// frames are larger than a batch can make them (a lone stream's 256
+	// KiB frames, scheduler.loneLargeFrame): such a frame goes into a
+	// waiting Read's buffer whole, in one system call (lend.go), and a
+	// pipeline of them keeps the Read from waiting (lent bytes fell from
+	// nearly all to a quarter); with one budget 256 KiB notifications
+	// measured x1.17 (8 of 10) against four.
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there

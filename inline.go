@@ -104,15 +104,15 @@ type inlineState struct {
 // during each write.
 func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel <-chan struct{}) (header, []byte, error) {
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
+		w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
+		n := w.sched.refFrameLen(len(payload))
 		if w.peerRTT != nil {
-			w.bound.setBudget(w.peerRTT(), false, w.parallel)
+			w.bound.setBudget(w.peerRTT(), false, w.parallel && !w.sched.isLoneLarge(n))
 		}
 		room := w.bound.refRoom()
 		if room == 0 {
 			break // the writer waits for the marker's pong
 		}
-		w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
-		n := w.sched.refFrameLen(len(payload))
 		fh := h
 		fh.length = uint32(n)
 		var hn int

@@ -372,7 +372,8 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // TestWriterLoneParallelBudget: with more than one P, where the marker's
 // round trip runs beside the writes, a lone stream's budget is
 // loneParallelScale times larger; once a second stream sends it is back to
-// one budget, and with one P it never grows.
+// one budget, and with one P it never grows; nor on a writev conn for a
+// lone stream's frames of more than a batch.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	rtt := func() time.Duration { return 10 * time.Microsecond }
 	payload := make([]byte, 64<<10)
@@ -389,6 +390,24 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, minInflight, w.bound.budget, "two streams' budget, parallel %v", parallel)
+		w.stopMarkerTimer()
+	}
+
+	// On a writev conn, a lone stream whose frames the lone rule makes
+	// larger than a batch keeps one budget: each frame can go into a
+	// waiting Read's buffer whole.
+	for _, writev := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, parallel: true}
+		w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
+		var a streamSend
+		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, 256<<10))
+		require.True(t, w.sched.loneLargeFrame())
+		require.True(t, w.hasWorkLocked())
+		want := minInflight * loneParallelScale
+		if writev {
+			want = minInflight
+		}
+		require.Equal(t, want, w.bound.budget, "a lone stream's large frames, writev %v", writev)
 		w.stopMarkerTimer()
 	}
 }
