@@ -87,8 +87,7 @@ type writer struct {
 	conn         net.Conn
 	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
-	slowPong     bool // no writev and more than one P: the read loop yields after a marker's pong (yieldForPong)
-	parallel     bool // more than one P when the session started: a lone stream's budget is larger (loneParallelScale)
+	parallel     bool // more than one P when the session started: see yieldForPong and loneParallelScale
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
@@ -143,7 +142,6 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		conn:         conn,
 		codec:        c,
 		writev:       supportsWritev(conn),
-		slowPong:     !supportsWritev(conn) && runtime.GOMAXPROCS(0) > 1,
 		parallel:     runtime.GOMAXPROCS(0) > 1,
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
@@ -231,7 +229,7 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 // read loop parks between reads, the same yield cost bulk 11 %, and at
 // GOMAXPROCS 1 it puts the read loop behind every runnable goroutine
 // (p50 4x worse, session 3).
-func (w *writer) yieldForPong() bool { return w.slowPong }
+func (w *writer) yieldForPong() bool { return !w.writev && w.parallel }
 
 // queuePong queues a ping reply unless too many are queued already.
 func (w *writer) queuePong(id uint32) {
@@ -356,7 +354,7 @@ func (w *writer) takeLocked() {
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
-	w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
+	w.refreshLoneFrameLocked()
 	limit, refLimit := w.maxBatch, w.maxBatch
 	if r := w.bound.refRoom(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
@@ -564,16 +562,32 @@ func (w *writer) hasWorkLocked() bool {
 	if !w.sched.busy() {
 		return false
 	}
-	if w.peerRTT != nil {
-		lone := !w.sched.cutsAtRoom()
-		w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && w.sched.loneLargeFrame()))
-	}
+	w.sizeBudgetLocked(!w.sched.cutsAtRoom(), w.sched.loneLargeFrame())
 	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true
 	w.armMarkerTimer()
 	return false
+}
+
+// sizeBudgetLocked sizes the in-flight budget for the next frames (run's
+// batch or an inline write): lone tells whether one stream alone sends,
+// largeFrame whether its next frame is larger than a batch frame can be
+// (scheduler.isLoneLarge). The hold applies while several streams send on
+// a writev conn, the lone budget with more than one P but not for a writev
+// conn's large frames, which are lent whole (inflight.go). mu held.
+func (w *writer) sizeBudgetLocked(lone, largeFrame bool) {
+	if w.peerRTT == nil {
+		return
+	}
+	w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
+}
+
+// refreshLoneFrameLocked sets the scheduler's lone-stream frame size from
+// the write rate (writerate.go). mu held.
+func (w *writer) refreshLoneFrameLocked() {
+	w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
 }
 
 // writeEach writes every frame with its own Write: Config.DisableCoalescing.

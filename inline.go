@@ -42,26 +42,43 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 		len(w.ctrl) > 0 || w.sched.busy() || w.received == nil || w.received.Load() == w.receivedAtWrite {
 		return false, nil
 	}
-	w.inline = true
-	seen := w.received.Load() // a frame read during the write is one after it
-	w.mu.Unlock()
+	seen := w.beginInlineLocked()
 	buf := pool.Get(maxHeaderLen + len(payload))
 	frame := append(w.codec.appendHeader(buf[:0], h), payload...)
 	err = w.write(frame)
 	pool.Put(buf)
-	w.stats.frames.Add(1)
+	w.endInlineLocked(seen, 1, err)
+	return true, err
+}
+
+// beginInlineLocked takes the conn for an inline write and releases mu; it
+// returns the frames received so far (a frame read during the write is
+// one after it). mu held on entry, not on return.
+func (w *writer) beginInlineLocked() (seen uint64) {
+	w.inline = true
+	seen = w.received.Load()
+	w.mu.Unlock()
+	return seen
+}
+
+// endInlineLocked takes mu back after an inline write of frames that ended
+// with err: it counts them, gives the conn back, makes a write error the
+// writer's (closing the conn, which wakes the read loop: the session ends
+// with it) and wakes the writer for what came meanwhile, or the end. mu
+// not held on entry, held on return.
+func (w *writer) endInlineLocked(seen uint64, frames int, err error) {
+	w.stats.frames.Add(uint64(frames))
 	w.stats.inline.Add(1)
 	w.mu.Lock()
 	w.inline = false
 	w.receivedAtWrite = seen
 	if err != nil && w.err == nil {
 		w.err = err
-		_ = w.conn.Close() // wake the read loop: the session ends with this error
+		_ = w.conn.Close()
 	}
 	if len(w.ctrl) > 0 || w.sched.busy() || w.draining || w.err != nil {
-		w.signal() // what came meanwhile, or the end
+		w.signal()
 	}
-	return true, err
 }
 
 // inlineState is the writer's inline-write state, guarded by writer.mu
@@ -104,11 +121,9 @@ type inlineState struct {
 // during each write.
 func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel <-chan struct{}) (header, []byte, error) {
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
-		w.sched.loneFrame = w.rate.loneFrame(w.sched.frameMax, w.sched.frameLimit)
+		w.refreshLoneFrameLocked()
 		n := w.sched.refFrameLen(len(payload))
-		if w.peerRTT != nil {
-			w.bound.setBudget(w.peerRTT(), false, w.parallel && !w.sched.isLoneLarge(n))
-		}
+		w.sizeBudgetLocked(true, w.sched.isLoneLarge(n))
 		room := w.bound.refRoom()
 		if room == 0 {
 			break // the writer waits for the marker's pong
@@ -121,29 +136,23 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 		if w.bound.took(hn + n) {
 			vec = append(vec, w.codec.appendHeader(w.inlineMarker[:0], header{typ: typePing, flags: flagSYN, length: w.bound.mark()}))
 		}
-		w.inline = true
-		seen := w.received.Load()
-		w.mu.Unlock()
-		start := time.Now()
+		timed := hn+n >= minRateSample // as run times its batches (timedWriteBatch)
+		seen := w.beginInlineLocked()
+		var start time.Time
+		if timed {
+			start = time.Now()
+		}
 		err := w.writeVecInto(&w.inlineBufs, vec)
-		took := time.Since(start)
-		w.stats.frames.Add(uint64(len(vec) - 1))
-		w.stats.inline.Add(1)
-		w.mu.Lock()
-		w.inline = false
-		w.receivedAtWrite = seen
-		if n >= minRateSample {
+		var took time.Duration
+		if timed {
+			took = time.Since(start)
+		}
+		w.endInlineLocked(seen, len(vec)-1, err)
+		if timed {
 			w.rate.sample(hn+n, took)
 		}
 		w.inlineVec = vec[:0]
 		clear(vec)
-		if err != nil && w.err == nil {
-			w.err = err
-			_ = w.conn.Close() // wake the read loop: the session ends with this error
-		}
-		if len(w.ctrl) > 0 || w.sched.busy() || w.draining || w.err != nil {
-			w.signal() // what came meanwhile, or the end
-		}
 		if err != nil {
 			return h, payload, err
 		}

@@ -745,7 +745,7 @@ func (s *Session) handleStreamFrame(h header) error {
 		s.mu.Unlock()
 	}
 	if h.typ == typeData && h.length > 0 && h.length <= maxSmallPayload && s.caps.flowControl && s.br.buffered() >= int(h.length) {
-		if err := s.receiveSmall(st, h); err != nil {
+		if err := s.receiveBufferedSmall(st, h); err != nil {
 			return err
 		}
 	} else if h.typ == typeData && h.length > 0 {
@@ -787,12 +787,12 @@ func (s *Session) handleStreamFrame(h header) error {
 	return nil
 }
 
-// receiveSmall takes a small data frame's payload for st (under flow
-// control) that is in the read buffer already: admitted and buffered
+// receiveBufferedSmall takes a small data frame's payload for st (under
+// flow control) that is in the read buffer already: admitted and buffered
 // under one lock of st, the payload copied from the read buffer. (A
 // payload still to be read is read only once the header is admitted, so
 // that a frame the window can't take is refused on its header.)
-func (s *Session) receiveSmall(st *Stream, h header) error {
+func (s *Session) receiveBufferedSmall(st *Stream, h header) error {
 	p, err := s.br.Peek(int(h.length))
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the frame was cut in its payload

@@ -137,7 +137,7 @@ func (b *readBuffer) fill(need int) error {
 		if b.big == nil && (need > len(b.small) || b.lastRead == len(b.small) || b.bulkFlowing()) {
 			b.useBig()
 		}
-		n, err := b.connRead(b.buf[b.w:], false)
+		n, err := b.connRead(b.buf[b.w:], nil, false)
 		b.w += n
 		b.took(n, err, &empty)
 	}
@@ -229,12 +229,20 @@ func (b *readBuffer) took(n int, err error, empty *int) {
 	}
 }
 
-// connRead is one read of the conn. A cut's timeout (lend.go) is not the
-// conn's error: the read is retried, or with lent, ends with errLendCut
-// and what it brought.
-func (b *readBuffer) connRead(p []byte, lent bool) (int, error) {
+// connRead is one read of the conn into p, and when tail is not empty
+// (only with a vector reader), on into tail in the same system call; it
+// returns the bytes it brought in all. A cut's timeout (lend.go) is not
+// the conn's error: the read is retried, or with lent, ends with
+// errLendCut and what it brought.
+func (b *readBuffer) connRead(p, tail []byte, lent bool) (int, error) {
 	for {
-		n, err := b.conn.Read(p)
+		var n int
+		var err error
+		if len(tail) > 0 {
+			n, err = b.vec.read(p, tail)
+		} else {
+			n, err = b.conn.Read(p)
+		}
 		if err == nil || b.cutter == nil || !b.cutter.cleared(err) {
 			return n, err
 		}
@@ -248,30 +256,21 @@ func (b *readBuffer) connRead(p []byte, lent bool) (int, error) {
 }
 
 // connReadPast is connRead into p (the rest of a payload, nothing
-// buffered), and with a vector reader, in the same system call, on into
-// the read buffer: what follows the payload on the conn is buffered as
-// fill would buffer it. It returns the bytes put in p and the bytes the
-// read brought in all.
+// buffered), and with a vector reader on into the read buffer: what
+// follows the payload on the conn is buffered as fill would buffer it.
+// It returns the bytes put in p and the bytes the read brought in all.
 func (b *readBuffer) connReadPast(p []byte, lent bool) (inP, total int, err error) {
-	if b.vec == nil {
-		n, err := b.connRead(p, lent)
-		return n, n, err
-	}
-	if b.big == nil {
-		b.useBig()
-	}
-	for {
-		n, err := b.vec.read(p, b.buf[b.w:])
-		if err != nil && b.cutter != nil && b.cutter.cleared(err) {
-			if lent {
-				return 0, 0, errLendCut
-			}
-			continue
+	var tail []byte
+	if b.vec != nil {
+		if b.big == nil {
+			b.useBig()
 		}
-		inP = min(n, len(p))
-		b.w += n - inP
-		return inP, n, err
+		tail = b.buf[b.w:]
 	}
+	total, err = b.connRead(p, tail, lent)
+	inP = min(total, len(p))
+	b.w += total - inP
+	return inP, total, err
 }
 
 // readLent fills p, a Read's lent buffer: with what is buffered, then

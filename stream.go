@@ -118,8 +118,8 @@ func waitChan(c *chan struct{}) chan struct{} {
 // ErrStreamClosed after CloseRead or Close; os.ErrDeadlineExceeded when the
 // read deadline passes.
 //
-// On a TCP or Unix conn, a Read that waits with a buffer of 16 KiB or more
-// lends it to the session: the next data frame's payload is read from the
+// On a TCP or Unix conn (also under crypto/tls), a Read that waits with a
+// buffer of 16 KiB or more lends it to the session: the next data frame's payload is read from the
 // conn straight into b, saving a copy (Stats.BytesLent counts those
 // bytes). The Read still returns at its deadline, reset or close, with the
 // bytes that came.
@@ -550,6 +550,11 @@ const (
 func (s *Stream) admit(n uint32) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.admitLocked(n)
+}
+
+// admitLocked is admit with mu held.
+func (s *Stream) admitLocked(n uint32) admission {
 	switch {
 	case s.readState == halfClosed:
 		return admitAfterFIN
@@ -631,21 +636,11 @@ func (s *Stream) receive(head, rest recvChunk) {
 // the frame is admitted.
 func (s *Stream) admitSmall(p []byte) admission {
 	s.mu.Lock()
-	switch {
-	case s.readState == halfClosed:
+	if a := s.admitLocked(uint32(len(p))); a != admitOK {
 		s.mu.Unlock()
-		return admitAfterFIN
-	case !s.rw.admit(uint32(len(p))):
-		s.mu.Unlock()
-		return admitWindowExceeded
+		return a
 	}
-	if s.receivedLocked(len(p)) {
-		s.recv.pushSmall(p)
-		notify(s.readWait)
-		s.mu.Unlock()
-		return admitOK
-	}
-	s.consumedAndUnlock(uint32(len(p)))
+	s.receiveSmallAndUnlock(p)
 	return admitOK
 }
 
@@ -653,6 +648,12 @@ func (s *Stream) admitSmall(p []byte) admission {
 // that stays the caller's: it is copied into the stream's buffer.
 func (s *Stream) receiveSmall(p []byte) {
 	s.mu.Lock()
+	s.receiveSmallAndUnlock(p)
+}
+
+// receiveSmallAndUnlock is receiveSmall with mu held on entry; it releases
+// it.
+func (s *Stream) receiveSmallAndUnlock(p []byte) {
 	if s.receivedLocked(len(p)) {
 		s.recv.pushSmall(p)
 		notify(s.readWait)
