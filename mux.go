@@ -824,7 +824,7 @@ func (s *Session) lookupStream(id uint32) *Stream {
 	removals := s.removals.Load()
 	s.mu.Unlock()
 	if st != nil {
-		s.last = lastStream{id: id, st: st, removals: removals}
+		s.last = lastStream{st: st, removals: removals}
 	}
 	return st
 }
@@ -833,7 +833,6 @@ func (s *Session) lookupStream(id uint32) *Stream {
 // valid while no stream was removed since it was looked up (stream ids are
 // never reused, so an entry changes only by its removal).
 type lastStream struct {
-	id       uint32
 	st       *Stream
 	removals uint64 // Session.removals when st was looked up
 }
@@ -841,7 +840,7 @@ type lastStream struct {
 // get returns the cached stream if it is id's and still in the table
 // (removals unchanged), else nil.
 func (c *lastStream) get(id uint32, removals uint64) *Stream {
-	if c.st == nil || c.id != id || c.removals != removals {
+	if c.st == nil || c.st.id != id || c.removals != removals {
 		return nil
 	}
 	return c.st
