@@ -33,6 +33,11 @@ const (
 	// waits. Half a batch keeps the socket fed between two writes; a small
 	// frame waits behind at most that plus what is in flight.
 	notSentLowat = 32 * 1024
+	// writeDeadlineSlack is how many times a write deadline is reused
+	// within one connection write timeout (armWriteTimeout): 8 keeps a
+	// stalled write's limit within 12.5 % of the timeout and renews the
+	// deadline at most once per 1.25 s at the default 10 s.
+	writeDeadlineSlack = 8
 )
 
 // refFrame is a data frame whose payload is the caller's memory. Its stream
@@ -96,6 +101,11 @@ type writer struct {
 	done         chan struct{}        // closed by run when it returns
 	vec          net.Buffers          // writeVec's vector; a field so that WriteTo doesn't allocate
 	peerRTT      func() time.Duration // the session's round trip; nil without pings (set before run starts)
+	// deadlineRenew is when the conn's write deadline must be renewed
+	// (armWriteTimeout). It belongs to whoever writes the conn: run, or an
+	// inline write, one at a time (writing and inline, under mu, hand the
+	// conn over).
+	deadlineRenew time.Time
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -662,10 +672,23 @@ func (w *writer) writeVecInto(bufs *net.Buffers, vec net.Buffers) error {
 	}
 }
 
+// armWriteTimeout makes sure the conn's write deadline is at least the
+// connection write timeout away. Setting a deadline updates a runtime
+// timer (a lock and a heap fix, and one more clock read), so one deadline
+// serves every write for writeTimeout/writeDeadlineSlack: it is armed
+// that much later than needed, and renewed once it would leave a write
+// less than the whole timeout. A stalled write fails after between 1 and
+// 1+1/writeDeadlineSlack timeouts.
 func (w *writer) armWriteTimeout() {
+	now := time.Now()
+	if now.Before(w.deadlineRenew) {
+		return
+	}
+	slack := w.writeTimeout / writeDeadlineSlack
+	w.deadlineRenew = now.Add(slack)
 	// A conn without deadlines reports an error here; it still works, and
 	// a closed conn fails the write itself, so the error is not needed.
-	_ = w.conn.SetWriteDeadline(time.Now().Add(w.writeTimeout))
+	_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout + slack))
 }
 
 func (w *writer) account(n int64, err error) error {

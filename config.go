@@ -249,7 +249,9 @@ type Config struct {
 
 	// ConnectionWriteTimeout closes the session with
 	// ErrConnectionWriteTimeout when the connection accepts no byte for
-	// this long (a peer that stopped reading); it also bounds how long
+	// this long (a peer that stopped reading; the conn's write deadline is
+	// renewed once per eighth of it, so the session ends between 1 and
+	// 1.125 times this after the last byte went); it also bounds how long
 	// Ping and the keep-alive wait for an answer. A negative value is an
 	// error; 0 means DefaultConnectionWriteTimeout (10 s).
 	ConnectionWriteTimeout time.Duration

@@ -411,3 +411,49 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		w.stopMarkerTimer()
 	}
 }
+
+// deadlineConn is a real conn that records the write deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time // the deadlines, in order; the writer's goroutine sets them
+	at  []time.Time // when each was set
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	c.at = append(c.at, time.Now())
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// TestWriteDeadlineRenewedOncePerSlack: the writer's conn writes share one
+// write deadline for an eighth of the connection write timeout, and every
+// write still has the whole timeout: each deadline is more than the
+// timeout after every write it covers.
+func TestWriteDeadlineRenewedOncePerSlack(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	const timeout = 400 * time.Millisecond
+	dc := &deadlineConn{Conn: c1}
+	w := newWriter(dc, yamuxCodec{}, &Config{ConnectionWriteTimeout: timeout})
+	drained := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, c2); close(drained) }()
+	defer func() { _ = c1.Close(); <-drained; _ = c2.Close() }()
+	var starts, ends []time.Time
+	for stop := time.Now().Add(timeout / 2); time.Now().Before(stop); {
+		starts = append(starts, time.Now())
+		require.NoError(t, w.write([]byte("x")))
+		ends = append(ends, time.Now())
+		time.Sleep(time.Millisecond)
+	}
+	require.Greater(t, len(starts), 50)
+	// Half the timeout at an eighth per deadline: at most 5 deadlines.
+	require.LessOrEqual(t, len(dc.set), 5, "one deadline per eighth of the timeout")
+	for k, start := range starts {
+		i := len(dc.set) - 1 // the deadline in effect: the last set before the write ended
+		for i > 0 && dc.at[i].After(ends[k]) {
+			i--
+		}
+		left := dc.set[i].Sub(start)
+		require.GreaterOrEqual(t, left, timeout, "a write has the whole timeout")
+		require.LessOrEqual(t, left, timeout+timeout/writeDeadlineSlack+50*time.Millisecond, "and at most an eighth more")
+	}
+}
