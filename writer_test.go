@@ -437,16 +437,19 @@ func TestWriteDeadlineRenewedOncePerSlack(t *testing.T) {
 	drained := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, c2); close(drained) }()
 	defer func() { _ = c1.Close(); <-drained; _ = c2.Close() }()
+	const writes = 100
 	var starts, ends []time.Time
-	for stop := time.Now().Add(timeout / 2); time.Now().Before(stop); {
+	for range writes {
 		starts = append(starts, time.Now())
 		require.NoError(t, w.write([]byte("x")))
 		ends = append(ends, time.Now())
 		time.Sleep(time.Millisecond)
 	}
-	require.Greater(t, len(starts), 50)
-	// Half the timeout at an eighth per deadline: at most 5 deadlines.
-	require.LessOrEqual(t, len(dc.set), 5, "one deadline per eighth of the timeout")
+	// One deadline, then one per eighth of the timeout that passed
+	// (100 writes of 1 ms span about half the timeout: 5 deadlines).
+	slack := timeout / writeDeadlineSlack
+	elapsed := ends[writes-1].Sub(starts[0])
+	require.LessOrEqual(t, len(dc.set), 1+int(elapsed/slack), "one deadline per eighth of the timeout")
 	for k, start := range starts {
 		i := len(dc.set) - 1 // the deadline in effect: the last set before the write ended
 		for i > 0 && dc.at[i].After(ends[k]) {
@@ -454,6 +457,7 @@ func TestWriteDeadlineRenewedOncePerSlack(t *testing.T) {
 		}
 		left := dc.set[i].Sub(start)
 		require.GreaterOrEqual(t, left, timeout, "a write has the whole timeout")
-		require.LessOrEqual(t, left, timeout+timeout/writeDeadlineSlack+50*time.Millisecond, "and at most an eighth more")
+		// At most an eighth more, and the time the write itself took.
+		require.LessOrEqual(t, left, timeout+slack+ends[k].Sub(start), "and at most an eighth more")
 	}
 }
