@@ -386,15 +386,19 @@ func (w *writer) takeLocked() {
 	}
 }
 
-// timedWriteBatch is writeBatch, timed for the write rate when the batch
-// is large enough to tell it (two clock reads per large batch, none per
-// small one); complete records the time.
-func (w *writer) timedWriteBatch() (time.Duration, error) {
-	if w.b.size < minRateSample {
-		return 0, w.writeBatch()
+// timedWriteBatch is writeBatch, timed for the write rate (timedWrite);
+// complete records the time.
+func (w *writer) timedWriteBatch() (time.Duration, error) { return timedWrite(w.b.size, w.writeBatch) }
+
+// timedWrite makes write, a conn write of n bytes, and times it for the
+// write rate when n is large enough to tell it (two clock reads per large
+// write, none per small one); 0 means not timed.
+func timedWrite(n int, write func() error) (time.Duration, error) {
+	if n < minRateSample {
+		return 0, write()
 	}
 	start := time.Now()
-	err := w.writeBatch()
+	err := write()
 	return time.Since(start), err
 }
 

@@ -3,7 +3,6 @@ package braid
 import (
 	"net"
 	"sync/atomic"
-	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
 )
@@ -34,12 +33,11 @@ import (
 const maxHeaderLen = 64
 
 // inlineLocked writes the frame h (data, or a window update with FIN) with
-// payload (at most refThreshold bytes) to the conn at once if the rules above allow, and reports whether
-// it did; err is the write's. mu held on entry and on return; released
+// payload (at most refThreshold bytes) to the conn at once if the rules
+// above allow, and reports whether it did; err is the write's. mu held on entry and on return; released
 // during the write.
 func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
-	if w.writing || w.inline || !w.coalesce || w.delay > 0 || w.draining || w.err != nil ||
-		len(w.ctrl) > 0 || w.sched.busy() || w.received == nil || w.received.Load() == w.receivedAtWrite {
+	if !w.connFreeLocked() || w.received.Load() == w.receivedAtWrite {
 		return false, nil
 	}
 	seen := w.beginInlineLocked()
@@ -49,6 +47,16 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 	pool.Put(buf)
 	w.endInlineLocked(seen, 1, err)
 	return true, err
+}
+
+// connFreeLocked tells whether a stream's goroutine may take the conn for
+// an inline write, small or by reference: inline writes are on (received
+// set, coalescing on with no delay), the writer has nothing to write and
+// nothing is queued for it, no other inline write runs, and the writer is
+// neither draining nor failed. mu held.
+func (w *writer) connFreeLocked() bool {
+	return w.received != nil && w.coalesce && w.delay == 0 && !w.writing && !w.inline &&
+		!w.draining && w.err == nil && len(w.ctrl) == 0 && !w.sched.busy()
 }
 
 // beginInlineLocked takes the conn for an inline write and releases mu; it
@@ -100,9 +108,9 @@ type inlineState struct {
 // caller's memory on the caller's goroutine, one frame per conn write, as
 // long as that stays so: a stream that sends alone (a file, a
 // notification stream) then pays what one raw conn write pays, with no
-// hand-off to the writer and back per Write. Once anything else queues (another stream's
-// frame, a window update, a pong), the rest of the write goes to the
-// writer, which serves it in turn with the others; so a small frame waits
+// hand-off to the writer and back per Write. Once anything else queues
+// (another stream's frame, a window update, a pong), the rest of the
+// write goes to the writer, which serves it in turn with the others; so a small frame waits
 // behind at most the frame being written, as it would behind the writer's.
 // Only on conns with writev: a frame is then one system call whatever its
 // size (without it, a frame's header and its last partial record would be
@@ -136,19 +144,10 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 		if w.bound.took(hn + n) {
 			vec = append(vec, w.codec.appendHeader(w.inlineMarker[:0], header{typ: typePing, flags: flagSYN, length: w.bound.mark()}))
 		}
-		timed := hn+n >= minRateSample // as run times its batches (timedWriteBatch)
 		seen := w.beginInlineLocked()
-		var start time.Time
-		if timed {
-			start = time.Now()
-		}
-		err := w.writeVecInto(&w.inlineBufs, vec)
-		var took time.Duration
-		if timed {
-			took = time.Since(start)
-		}
+		took, err := timedWrite(hn+n, func() error { return w.writeVecInto(&w.inlineBufs, vec) })
 		w.endInlineLocked(seen, len(vec)-1, err)
-		if timed {
+		if took > 0 {
 			w.rate.sample(hn+n, took)
 		}
 		w.inlineVec = vec[:0]
@@ -168,8 +167,7 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 // inlineRefAllowedLocked tells whether a by-reference frame may be written
 // inline now: see above. mu held.
 func (w *writer) inlineRefAllowedLocked(cancel <-chan struct{}) bool {
-	if !w.writev || w.writing || w.inline || !w.coalesce || w.delay > 0 || w.draining || w.err != nil ||
-		len(w.ctrl) > 0 || w.sched.busy() || w.received == nil {
+	if !w.writev || !w.connFreeLocked() {
 		return false
 	}
 	select {

@@ -555,8 +555,8 @@ func (s *Session) removeStream(st *Stream) {
 	s.mu.Lock()
 	owned := s.streams[st.id] == st
 	if owned {
+		s.removals.Add(1) // first: once st is out of the table, no lastStream check passes
 		delete(s.streams, st.id)
-		s.removals.Add(1)
 		if s.isIncoming(st.id) {
 			s.incoming--
 		}

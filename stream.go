@@ -119,8 +119,8 @@ func waitChan(c *chan struct{}) chan struct{} {
 // read deadline passes.
 //
 // On a TCP or Unix conn (also under crypto/tls), a Read that waits with a
-// buffer of 16 KiB or more lends it to the session: the next data frame's payload is read from the
-// conn straight into b, saving a copy (Stats.BytesLent counts those
+// buffer of 16 KiB or more lends it to the session: the next data frame's
+// payload is read from the conn straight into b, saving a copy (Stats.BytesLent counts those
 // bytes). The Read still returns at its deadline, reset or close, with the
 // bytes that came.
 func (s *Stream) Read(b []byte) (int, error) {
@@ -632,8 +632,8 @@ func (s *Stream) receive(head, rest recvChunk) {
 }
 
 // admitSmall is admit and receiveSmall under one lock, for a small frame
-// under flow control (Session.receiveSmall): the payload p is buffered when
-// the frame is admitted.
+// under flow control (Session.receiveBufferedSmall): the payload p is
+// buffered when the frame is admitted.
 func (s *Stream) admitSmall(p []byte) admission {
 	s.mu.Lock()
 	if a := s.admitLocked(uint32(len(p))); a != admitOK {
