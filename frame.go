@@ -146,6 +146,12 @@ type codec interface {
 	// encodeData returns the wire header of data frame h by value (no
 	// allocation), for payloads written by reference.
 	encodeData(h header) (b [headerSize]byte, n int)
+	// extendData makes frame, one encoded data frame (header and
+	// payload), announce n more payload bytes, which the caller appends,
+	// if its header can say so in place and its payload stays within
+	// max; it reports whether it did. A frame that ends its stream's
+	// side (FIN, RST) is never extended.
+	extendData(frame []byte, n, max int) bool
 }
 
 // yamuxCodec is the yamux wire format.
@@ -174,6 +180,19 @@ func (yamuxCodec) readHeader(r frameReader) (header, int, error) {
 }
 
 func (yamuxCodec) appendHeader(dst []byte, h header) []byte { return h.appendTo(dst) }
+
+func (yamuxCodec) extendData(frame []byte, n, max int) bool {
+	if len(frame) < headerSize || frameType(frame[1]) != typeData ||
+		frameFlags(binary.BigEndian.Uint16(frame[2:4]))&(flagFIN|flagRST) != 0 {
+		return false
+	}
+	length := binary.BigEndian.Uint32(frame[8:12])
+	if int(length)+n > max {
+		return false
+	}
+	binary.BigEndian.PutUint32(frame[8:12], length+uint32(n))
+	return true
+}
 
 func (yamuxCodec) encodeData(h header) (b [headerSize]byte, n int) {
 	h.put(b[:])

@@ -372,3 +372,89 @@ func TestSchedulerBatchEndsDontStarve(t *testing.T) {
 	require.Positive(t, lo, "bytes sent per stream: %v", sent)
 	require.LessOrEqual(t, hi-lo, payload+headerSize, "bytes sent per stream: %v", sent)
 }
+
+// TestSchedulerMergesSmallFrames: with merge on, a small write queued
+// behind an untaken frame of its stream joins it (one header, the bytes in
+// order) up to mergeLimit; a write with flags, a frame already taken, a
+// FIN frame, and mplex's frames are not joined; with merge off nothing is.
+func TestSchedulerMergesSmallFrames(t *testing.T) {
+	data := func(flags frameFlags, n int) (header, []byte) {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(n + i)
+		}
+		return header{typ: typeData, flags: flags, streamID: 1, length: uint32(n)}, p
+	}
+	// frames decodes what take would write of s's queue: each frame's
+	// header length and payload.
+	frames := func(q *sendQueue) (lens []uint32, payload []byte) {
+		start := q.head
+		for _, end := range q.ends[q.endHead:] {
+			h, err := decodeHeader(q.buf[start:])
+			require.NoError(t, err)
+			require.Equal(t, int(h.length), int(end)-start-headerSize, "a frame's header tells its payload")
+			lens = append(lens, h.length)
+			payload = append(payload, q.buf[start+headerSize:end]...)
+			start = int(end)
+		}
+		return lens, payload
+	}
+
+	sc := newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)
+	sc.merge = true
+	var s streamSend
+	var want []byte
+	for _, n := range []int{64, 64, 100} {
+		h, p := data(0, n)
+		sc.push(&s, h, p)
+		want = append(want, p...)
+	}
+	lens, got := frames(s.q)
+	require.Equal(t, []uint32{228}, lens, "three writes, one frame")
+	require.Equal(t, want, got)
+	require.Equal(t, headerSize+228, sc.queued)
+
+	h, p := data(flagFIN, 0)
+	sc.push(&s, h, p) // a FIN: a frame of its own
+	h, p = data(0, 10)
+	sc.push(&s, h, p) // after a FIN frame: nothing joins it
+	lens, _ = frames(s.q)
+	require.Equal(t, []uint32{228, 0, 10}, lens)
+
+	// Up to mergeLimit, then a new frame.
+	sc2 := newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)
+	sc2.merge = true
+	var s2 streamSend
+	for range 3 {
+		h, p := data(0, sc2.mergeLimit()/2)
+		sc2.push(&s2, h, p)
+	}
+	lens, _ = frames(s2.q)
+	require.Equal(t, []uint32{uint32(sc2.mergeLimit()/2) * 2, uint32(sc2.mergeLimit() / 2)}, lens, "no frame beyond mergeLimit")
+
+	// A taken frame is not extended.
+	var b batch
+	sc2.take(&b, DefaultMaxBatchBytes, DefaultMaxBatchBytes)
+	h, p = data(0, 8)
+	sc2.push(&s2, h, p)
+	lens, _ = frames(s2.q)
+	require.Equal(t, []uint32{8}, lens, "after take: a new frame")
+	h, p = data(flagACK, 8)
+	sc2.push(&s2, h, p)
+	lens, _ = frames(s2.q)
+	require.Equal(t, []uint32{8, 8}, lens, "a write with flags: a frame of its own")
+
+	// mplex frames are never extended, nor any frame with merge off.
+	for name, sc3 := range map[string]scheduler{
+		"mplex":     newScheduler(mplexCodec{client: true}, DefaultMaxBatchBytes),
+		"merge off": newScheduler(yamuxCodec{}, DefaultMaxBatchBytes),
+	} {
+		sc3.merge = name == "mplex"
+		var s3 streamSend
+		for range 2 {
+			h, p := data(0, 8)
+			sc3.push(&s3, h, p)
+		}
+		require.Len(t, s3.q.ends, 2, name)
+	}
+}

@@ -122,6 +122,31 @@ func (q *sendQueue) push(c codec, h header, payload []byte) {
 	q.ends = append(q.ends, uint32(len(q.buf)))
 }
 
+// extend appends payload to the last queued frame instead of queueing a
+// frame of its own, if the writer has not taken that frame, h (the
+// frame payload would have had) carries no flags, and the codec can grow
+// the last frame's payload to at most max (codec.extendData); it reports
+// whether it did. One frame instead of several is one header to write and,
+// at the peer, one frame to admit and buffer under one lock: the most of
+// the per-message cost of many small writes. The bytes on the stream are
+// the same.
+func (q *sendQueue) extend(c codec, h header, payload []byte, max int) bool {
+	if h.flags != 0 || q.endHead == len(q.ends) {
+		return false // nothing queued that the writer has not taken
+	}
+	q.grow(headerSize + len(payload)) // enough for either: grow may move the frames
+	start := q.head
+	if last := len(q.ends) - 1; last > q.endHead {
+		start = int(q.ends[last-1])
+	}
+	if !c.extendData(q.buf[start:], len(payload), max) {
+		return false
+	}
+	q.buf = append(q.buf, payload...)
+	q.ends[len(q.ends)-1] = uint32(len(q.buf))
+	return true
+}
+
 // pushEncoded appends one copied frame whose header is already encoded.
 func (q *sendQueue) pushEncoded(hdr, payload []byte) {
 	q.grow(len(hdr) + len(payload))

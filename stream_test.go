@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -275,7 +276,9 @@ func TestMaxUnackedStreams(t *testing.T) {
 
 // TestStatsCoalescing proves that the coalescing writer packs many
 // streams' small frames into few writes (Writes far below FramesSent),
-// and that with DisableCoalescing every frame is its own write.
+// and that with DisableCoalescing every frame is its own write; at
+// GOMAXPROCS 1 small writes queued behind others also join their
+// stream's last frame (mergeSmallFrames), so fewer frames than writes go.
 //
 // The counters are compared once the client's writer has stopped: it
 // counts a Write as it makes it but a batch's frames once the whole batch
@@ -286,8 +289,12 @@ func TestMaxUnackedStreams(t *testing.T) {
 // writer to end.
 func TestStatsCoalescing(t *testing.T) {
 	const streams, msgs, size = 100, 100, 64
-	for _, coalesce := range []bool{true, false} {
-		t.Run(map[bool]string{true: "coalesce", false: "plain"}[coalesce], func(t *testing.T) {
+	for _, mode := range []string{"coalesce", "merge", "plain"} {
+		coalesce := mode != "plain"
+		t.Run(mode, func(t *testing.T) {
+			// The sessions are made at one P (merging) or two.
+			procs := map[bool]int{true: 1, false: 2}[mode == "merge"]
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			cfg := DefaultConfig()
 			cfg.DisableCoalescing = !coalesce
 			cfg.DisableKeepAlive = true
@@ -335,11 +342,19 @@ func TestStatsCoalescing(t *testing.T) {
 			require.NoError(t, client.Close())
 			st := client.Stats()
 			t.Logf("%+v", st)
-			// Data frames, plus a SYN and a FIN per stream.
-			require.GreaterOrEqual(t, st.FramesSent, uint64(streams*(msgs+2)))
-			if coalesce {
+			require.Equal(t, mode == "merge", client.w.sched.merge, "merging at one P only")
+			switch mode {
+			case "merge":
+				// Writes queued behind others join their stream's last
+				// frame (sendQueue.extend): fewer frames than writes.
+				require.Less(t, st.FramesSent, uint64(streams*msgs), "small writes not merged")
 				require.Less(t, st.Writes*4, st.FramesSent, "writes not coalesced")
-			} else {
+			case "coalesce":
+				// Data frames, plus a SYN and a FIN per stream.
+				require.GreaterOrEqual(t, st.FramesSent, uint64(streams*(msgs+2)))
+				require.Less(t, st.Writes*4, st.FramesSent, "writes not coalesced")
+			default:
+				require.GreaterOrEqual(t, st.FramesSent, uint64(streams*(msgs+2)))
 				require.Equal(t, st.FramesSent, st.Writes, "one write per frame without coalescing")
 			}
 		})
