@@ -44,6 +44,7 @@ type Session struct {
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
 	budget     recvBudget    // connection-level receive budget (path.go)
+	mem        memoryLedger  // what is reserved from Config.Memory (memory.go)
 	env        growthEnv     // what windows grow by (recvwindow.go); set once
 	recvFrames atomic.Uint64 // frames read
 	recvBytes  atomic.Uint64 // bytes read, headers included
@@ -53,6 +54,7 @@ type Session struct {
 
 	closedCh chan struct{} // closed when the session starts closing
 	readDone chan struct{} // closed when the read loop returns
+	ended    chan struct{} // closed by shutdown when it is done
 
 	mu           sync.Mutex // guards the fields below
 	streams      map[uint32]*Stream
@@ -117,8 +119,10 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		w:        newWriter(conn, c, cfg),
 		br:       newReadBuffer(checkedReader{conn}, cutter, newVectorReader(conn)),
 		cutter:   cutter,
+		mem:      memoryLedger{m: cfg.Memory},
 		closedCh: make(chan struct{}),
 		readDone: make(chan struct{}),
+		ended:    make(chan struct{}),
 		streams:  make(map[uint32]*Stream),
 		nextID:   2,
 		// The accept push-back's grace starts with the session, so an
@@ -162,10 +166,8 @@ func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
 	}
-	if m := s.cfg.Memory; m != nil {
-		if err := m.ReserveMemory(InitialStreamWindow, streamPriority); err != nil {
-			return nil, err
-		}
+	if err := s.mem.reserve(InitialStreamWindow, streamPriority); err != nil {
+		return nil, s.closeError(err)
 	}
 	extra, charged := s.startGrant()
 	st, err := s.registerOutbound(ctx, extra, charged)
@@ -227,7 +229,7 @@ func (s *Session) reserveGrowth(want, cost uint32) (g, charged uint32) {
 		}
 		want -= short
 	}
-	if m := s.cfg.Memory; m != nil && m.ReserveMemory(int(want), windowPriority) != nil {
+	if s.mem.reserve(int(want), windowPriority) != nil {
 		s.budget.give(got)
 		return 0, 0
 	}
@@ -235,11 +237,7 @@ func (s *Session) reserveGrowth(want, cost uint32) (g, charged uint32) {
 }
 
 // releaseMemory returns n bytes to the memory manager. No lock held.
-func (s *Session) releaseMemory(n int) {
-	if m := s.cfg.Memory; m != nil && n > 0 {
-		m.ReleaseMemory(n)
-	}
-}
+func (s *Session) releaseMemory(n int) { s.mem.release(n) }
 
 // releaseBudget returns n bytes of the session budget.
 func (s *Session) releaseBudget(n uint32) { s.budget.give(n) }
@@ -467,8 +465,10 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. Close waits for the session's goroutines to end. It
-// always returns nil, and calling it again does nothing.
+// ErrSessionClosed. Close waits for the session's goroutines to end and
+// returns all memory reserved from Config.Memory; after it, the session
+// reserves and releases nothing more. It always returns nil, and calling
+// it again (from any goroutine) waits for the first call to finish.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil
@@ -595,14 +595,17 @@ func (s *Session) isIncoming(id uint32) bool { return (id%2 == 1) != s.client }
 
 // shutdown ends the session once: it flushes and sends a go-away if asked,
 // closes the conn, waits for both goroutines (but for the read loop when it
-// is the caller) and fails every stream with cause.
+// is the caller), fails every stream with cause and returns all memory
+// reserved from Config.Memory. A later caller but the read loop waits
+// until the first is done.
 func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop bool) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		if !fromReadLoop {
-			<-s.readDone
-			<-s.w.done
+			// The first caller may wait for the read loop, which so
+			// never waits here.
+			<-s.ended
 		}
 		return
 	}
@@ -647,6 +650,8 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 		st.sessionEnded(streamErr)
 		s.releaseStream(st)
 	}
+	s.mem.close() // what a shrink run or a Read still held in passing
+	close(s.ended)
 }
 
 // readLoop is the session's reading goroutine.
@@ -947,8 +952,8 @@ func (s *Session) incomingStream(id uint32) error {
 		refuse = true
 	}
 	reserved := 0
-	if m := s.cfg.Memory; m != nil && !refuse {
-		if m.ReserveMemory(InitialStreamWindow, streamPriority) != nil {
+	if s.cfg.Memory != nil && !refuse {
+		if s.mem.reserve(InitialStreamWindow, streamPriority) != nil {
 			refuse = true
 		} else {
 			reserved = InitialStreamWindow
