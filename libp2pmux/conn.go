@@ -55,9 +55,8 @@ func (c *conn) watch() {
 	if c.localClose.Load() {
 		return // Close ends the span after the session is done.
 	}
-	// Close waits until the session's goroutines are gone: when the
-	// session ended because of its connection, that is once its streams
-	// released their memory.
+	// Close, even a second one, returns once the session has released
+	// all the memory it reserved and will reserve no more.
 	_ = c.sess.Close()
 	c.endSpan()
 }
