@@ -82,8 +82,9 @@ type writerStats struct {
 //
 // Locks and owners: mu guards the control queue, the scheduler (and
 // through it every stream's streamSend and sendQueue) and the in-flight
-// bound. It is taken with no other braid lock held (streams release
-// Stream.mu before they call the writer), and none is taken under it (a
+// bound. It is taken with no other braid lock held but a Stream.mu (a
+// stream changes its write side's state and its send state together:
+// lock order Stream.mu, then writer.mu), and none is taken under it (a
 // failed write closes the conn under it). The batch (b) and flat belong to
 // run: takeLocked fills b under mu, writeBatch reads it without mu (the
 // by-reference payloads stay valid: their streams wait in sendRef until
@@ -96,6 +97,7 @@ type writer struct {
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
+	smallMax     int // the largest Write that sendSmall takes: copied (below refThreshold) and one frame (maxBatch)
 	writeTimeout time.Duration
 	stats        writerStats
 	done         chan struct{}        // closed by run when it returns
@@ -156,6 +158,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
+		smallMax:     min(refThreshold-1, cfg.MaxBatchBytes),
 		writeTimeout: cfg.ConnectionWriteTimeout,
 		sched:        newScheduler(c, cfg.MaxBatchBytes),
 		done:         make(chan struct{}),

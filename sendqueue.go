@@ -14,10 +14,12 @@ import (
 // its own queue.
 //
 // Ownership: a Stream holds its send state as one streamSend field, and
-// touches it only through three writer calls (send, sendRef, drop). The
-// writer owns it from there: every field is guarded by writer.mu, which is
-// taken with no Stream lock held (a stream releases its mu before it calls
-// the writer, and the writer never takes a stream's mu).
+// touches it only through the writer calls below (send, sendSmall,
+// sendRef, drop, and the credit and direct calls). The writer owns it from
+// there: every field is guarded by writer.mu. The writer never takes a
+// stream's mu; a stream may call the writer with its mu held (lock order
+// Stream.mu, then writer.mu), so that what it decides under its mu (the
+// write side's state) and the send state change together.
 
 const (
 	// minStreamQueue is the least a stream may have queued (copied) before
@@ -45,6 +47,8 @@ type streamSend struct {
 	refErr      error         // the write error that ended one of them; taken by sendRef
 	flushed     chan struct{} // one slot: the writer took from q, or finished a by-reference frame; made on first wait
 	dropped     bool          // reset: the writer takes no more of its frames
+	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
+	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
 }
 
 // wait returns the flushed channel, made on first use. mu held.
@@ -309,6 +313,72 @@ func (w *writer) sendRef(s *streamSend, h header, payload []byte, cancel <-chan 
 	return true, err
 }
 
+// sendSmall queues a small data frame of payload, copied, or writes it at
+// once in the writer's stead, as send does, when nothing needs the
+// stream's own locks: s is direct, its credit covers payload, and its
+// queue has room. It takes the credit. ok is false when it did nothing,
+// and the caller then takes Write's full path (which waits, and knows why
+// a write fails); err is an inline write's failure, with the credit given
+// back. This is the path of most small Writes: one lock pair, not three.
+func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, err error) {
+	n := uint32(len(payload))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !s.direct || w.err != nil || s.window < n || (s.q != nil && s.q.pending() >= w.sched.streamLimit()) {
+		return false, nil
+	}
+	s.window -= n
+	h := header{typ: typeData, streamID: id, length: n}
+	if done, err := w.inlineLocked(h, payload); done {
+		if err != nil {
+			s.window += n
+		}
+		return true, err
+	}
+	w.sched.add(s)
+	w.sched.push(s, h, payload)
+	w.signal()
+	return true, nil
+}
+
+// takeCredit takes up to want bytes of s's credit and returns how many
+// (0: none left). A Write that takes credit this way holds the stream's
+// writeMu for the whole of its frames, so s stops being direct until the
+// Write ends (setDirect): no small Write may queue between its frames.
+func (w *writer) takeCredit(s *streamSend, want int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s.direct = false
+	n := min(want, int(s.window))
+	s.window -= uint32(n)
+	return n
+}
+
+// addCredit adds delta bytes of credit: a window update of the peer, or
+// credit a Write took and did not use. It is false, adding nothing, when
+// the window would pass 2^32-1 (from the peer: a protocol error).
+func (w *writer) addCredit(s *streamSend, delta uint32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s.window+delta < s.window {
+		return false
+	}
+	s.window += delta
+	return true
+}
+
+// setDirect says whether small Writes may go by sendSmall. A stream sets
+// it with its mu held, to what its state allows: true only while its
+// write side is open, its first frame's flags have gone, the protocol has
+// flow control and no Write holds writeMu; false, before its mu is
+// released, when the write side closes or resets. So a Write sees a
+// CloseWrite or a reset that happened before it, as on the full path.
+func (w *writer) setDirect(s *streamSend, direct bool) {
+	w.mu.Lock()
+	s.direct = direct && !s.dropped
+	w.mu.Unlock()
+}
+
 // drop discards what s has queued and the writer has not taken: its
 // frames must not follow its RST (quic-go drops them too). A frame already
 // in a write still goes out. A by-reference write waiting in sendRef
@@ -318,5 +388,6 @@ func (w *writer) drop(s *streamSend) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.dropped = true
+	s.direct = false
 	w.sched.drop(s)
 }

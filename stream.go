@@ -55,8 +55,6 @@ type Stream struct {
 	// mplex push-back (no flow control): the read loop waits for room.
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
 	lastRead time.Time     // the stream's opening, then its last Read that consumed bytes; without flow control only
-	// Sending side of flow control.
-	sendWindow uint32 // bytes we may still send
 	// One-slot notifications, made on first wait (an idle stream has none).
 	readWait  chan struct{}
 	writeWait chan struct{}
@@ -65,7 +63,8 @@ type Stream struct {
 	writeDeadline deadline
 
 	// The send state, owned by the session's writer and guarded by its mu
-	// (sendqueue.go): touched only through w.send, w.sendRef and w.drop.
+	// (sendqueue.go), the send credit included: touched only through the
+	// writer's calls.
 	send streamSend
 }
 
@@ -74,11 +73,11 @@ type Stream struct {
 // Config.Memory.
 func newStream(sess *Session, id uint32, window, charged uint32, reserved int) *Stream {
 	return &Stream{
-		id:         id,
-		session:    sess,
-		rw:         newRecvWindow(window, charged),
-		sendWindow: InitialStreamWindow,
-		reserved:   reserved,
+		id:       id,
+		session:  sess,
+		rw:       newRecvWindow(window, charged),
+		reserved: reserved,
+		send:     streamSend{window: InitialStreamWindow},
 	}
 }
 
@@ -303,8 +302,25 @@ func (s *Stream) sendWindowUpdate(h header) {
 // reports with an error are queued and will still be sent, unless the
 // stream is reset or the session dies.
 func (s *Stream) Write(b []byte) (int, error) {
+	w := s.session.w
+	if n := len(b); n > 0 && n <= w.smallMax && !s.writeDeadline.expired() {
+		if ok, err := w.sendSmall(&s.send, s.id, b); ok {
+			if err != nil {
+				return 0, s.writeFailure(err)
+			}
+			return n, nil
+		}
+	}
+	return s.writeFull(b)
+}
+
+// writeFull is Write's full path: it holds writeMu for all of b's frames,
+// waits for credit and for room, and knows why a write fails. Once it is
+// done, small Writes may take sendSmall again if the stream allows it.
+func (s *Stream) writeFull(b []byte) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	defer s.allowDirect()
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
@@ -359,12 +375,13 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 			return 0, 0, os.ErrDeadlineExceeded
 		case !flowControl:
 			return min(want, quantum), s.takeFlagsLocked(), nil
-		case s.sendWindow > 0:
-			n := min(want, int(s.sendWindow), quantum)
-			s.sendWindow -= uint32(n)
+		}
+		// The wait channel is made before the credit is looked at: a
+		// window update adds credit, then notifies with mu held.
+		wait := waitChan(&s.writeWait)
+		if n := s.session.w.takeCredit(&s.send, min(want, quantum)); n > 0 {
 			return n, s.takeFlagsLocked(), nil
 		}
-		wait := waitChan(&s.writeWait)
 		s.mu.Unlock()
 		select {
 		case <-wait:
@@ -380,8 +397,22 @@ const maxRefWrite = 16 << 20
 
 // giveBackCredit returns send window taken for bytes that were not queued.
 func (s *Stream) giveBackCredit(n int) {
+	if s.session.caps.flowControl {
+		s.session.w.addCredit(&s.send, uint32(n))
+	}
+}
+
+// allowDirect lets small Writes take sendSmall (writer.setDirect) when
+// the stream's state allows it: its write side open, its first frame's
+// flags sent, flow control on. Write's full path calls it when it ends.
+func (s *Stream) allowDirect() {
+	if !s.session.caps.flowControl {
+		return
+	}
 	s.mu.Lock()
-	s.sendWindow += uint32(n)
+	if s.writeState == halfOpen && !s.needACK {
+		s.session.w.setDirect(&s.send, true)
+	}
 	s.mu.Unlock()
 }
 
@@ -410,6 +441,7 @@ func (s *Stream) CloseWrite() error {
 		return nil
 	}
 	s.writeState = halfClosed
+	s.session.w.setDirect(&s.send, false)
 	notify(s.writeWait)
 	s.mu.Unlock()
 	s.writeMu.Lock()
@@ -489,6 +521,7 @@ func (s *Stream) resetLocked(err error) {
 	if s.writeState == halfOpen {
 		s.writeState = halfReset
 		s.writeErr = err
+		s.session.w.setDirect(&s.send, false)
 	}
 	notify(s.readWait)
 	notify(s.writeWait)
@@ -678,10 +711,9 @@ func (s *Stream) receivedLocked(n int) bool {
 func (s *Stream) addSendWindow(delta uint32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sendWindow+delta < s.sendWindow {
+	if !s.session.w.addCredit(&s.send, delta) {
 		return false
 	}
-	s.sendWindow += delta
 	if delta > 0 {
 		notify(s.writeWait)
 	}
@@ -738,6 +770,7 @@ func (s *Stream) sessionEnded(err error) {
 	if s.writeState == halfOpen {
 		s.writeState = halfReset
 		s.writeErr = err
+		s.session.w.setDirect(&s.send, false)
 	}
 	notify(s.readWait)
 	notify(s.writeWait)
