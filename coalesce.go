@@ -167,7 +167,7 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	if !w.coalesce {
 		w.delay = 0
 	}
-	w.sched.merge = w.coalesce && !w.parallel // see mergeSmallFrames
+	w.sched.merge = w.coalesce // see mergeSmallFrames
 	setNotSentLowat(conn, notSentLowat)
 	return w
 }

@@ -155,17 +155,13 @@ func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 }
 
 // mergeSmallFrames: small copied writes queued behind others join their
-// stream's last queued frame (sendQueue.extend), with coalescing on and
-// one P. There the peer's read loop shares the core with every writer, and
-// each frame it reads costs a header, a lookup and a lock of its stream:
-// 100 streams of 64 B messages at GOMAXPROCS 1 measured x1.40 (10 of 10
-// pairs). With two Ps the same merge measured x0.88 (2 of 10): the read
-// loop, now mostly idle, no longer keeps a P busy, the streams' writes
-// run on both Ps and contend for writer.mu (its slow path went from 8 to
-// 22 % of the profile, and the Ps were idle 30 % of the time, parked on
-// it). Taking writer.mu off the small Write path (a stream-owned staging
-// queue the writer drains) would let the merge pay at every P; until
-// then it is on with one P only.
+// stream's last queued frame (sendQueue.extend), with coalescing on. Each
+// frame the peer reads costs it a header, a lookup and a lock of its
+// stream: 100 streams of 64 B messages at GOMAXPROCS 1 measured x1.40 (10
+// of 10 pairs). With two Ps the merge first measured x0.88 (2 of 10):
+// the streams' writes, three lock pairs each, contended for writer.mu.
+// Since a small Write takes writer.mu alone (writer.sendSmall), it
+// measures x1.13 there (10 of 10).
 
 // quantum is the bytes each stream in the ring may send per pass of take.
 func (sc *scheduler) quantum() int { return max(sc.maxBatch/max(len(sc.ring), 1), 1) }
