@@ -36,8 +36,9 @@ const (
 	queueBufStart = minStreamQueue
 )
 
-// streamSend is one stream's send state. The stream's Write and CloseWrite
-// (serialized by Stream.writeMu) queue through writer.send and
+// streamSend is one stream's send state. A small Write queues through
+// writer.sendSmall while the stream is direct; the rest of Write and
+// CloseWrite (serialized by Stream.writeMu) queue through writer.send and
 // writer.sendRef, its resets through writer.drop; the scheduler takes its
 // frames, and writer.complete finishes its by-reference frames through
 // refWritten. Guarded by writer.mu.

@@ -126,7 +126,7 @@ func TestSmallWriteAfterCloseOrReset(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Write(small)
 	require.NoError(t, err)
-	d, err := server.AcceptStream()
+	_, err = server.AcceptStream()
 	require.NoError(t, err)
 	require.NoError(t, c.Reset())
 	_, err = c.Write(small)
@@ -146,7 +146,6 @@ func TestSmallWriteAfterCloseOrReset(t *testing.T) {
 	require.ErrorIs(t, err, ErrStreamReset)
 	_, err = e.Write(small)
 	require.ErrorIs(t, err, ErrStreamReset)
-	_ = d
 }
 
 // TestSmallWritesRespectTheWindow: small Writes never send more than the
