@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,7 @@ func TestVerdict(t *testing.T) {
 	rate := metric{Key: mMBps, Unit: "MB/s", Higher: true}
 	lat := metric{Key: mP50, Unit: "µs"}
 	ping := map[string]string{"neighbours": "10"}
+	bulkRate := metric{Key: mBulkMBps, Unit: "MB/s", Higher: true}
 	cases := []struct {
 		name string
 		c    *cellResult
@@ -44,6 +46,10 @@ func TestVerdict(t *testing.T) {
 			"braid": 99, "braid-nocoalesce": 300, yamuxName: 1000, "smux": 200, "hashicorp": 900}), []status{statusWon}},
 		{"ping beside bulk: coalescing worse than off", cellWith("ping-bulk", wPing, ping, lat, map[string]float64{
 			"braid": 99, "braid-nocoalesce": 90, yamuxName: 1000, "smux": 200, "hashicorp": 900}), []status{statusLost}},
+		{"ping beside bulk: bulk at 0.85x the best other's", cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
+			"braid": 850, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 900, "hashicorp": 600}), []status{statusUnmeasured, statusUnmeasured, statusWon}},
+		{"ping beside bulk: bulk starved", cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
+			"braid": 750, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 900, "hashicorp": 600}), []status{statusUnmeasured, statusUnmeasured, statusLost}},
 		{"tie within 1% is no worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
 			map[string]float64{"braid": 100.9, yamuxName: 100}), []status{statusWon}},
 		{"2% over is worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
@@ -63,10 +69,11 @@ func TestVerdict(t *testing.T) {
 				}
 			}
 			if len(tc.want) == 1 && len(got) > 1 {
-				// Ping beside bulk judges p50 and p99; the cell has p50 only.
+				// Ping beside bulk judges p50, p99 and the bulk rate; the
+				// cell has p50 only.
 				got = got[:1]
 			}
-			if len(got) != len(tc.want) || got[0] != tc.want[0] {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("statuses %v, want %v", got, tc.want)
 			}
 		})
