@@ -97,7 +97,7 @@ type writer struct {
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
-	smallMax     int // the largest Write that sendSmall takes: copied (below refThreshold) and one frame (maxBatch)
+	smallMax     int // the largest Write that sendSmall takes: copied (below refThreshold), one frame (maxBatch); 0 without flow control
 	writeTimeout time.Duration
 	stats        writerStats
 	done         chan struct{}        // closed by run when it returns
@@ -158,7 +158,6 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		coalesce:     !cfg.DisableCoalescing,
 		delay:        cfg.CoalesceDelay,
 		maxBatch:     cfg.MaxBatchBytes,
-		smallMax:     min(refThreshold-1, cfg.MaxBatchBytes),
 		writeTimeout: cfg.ConnectionWriteTimeout,
 		sched:        newScheduler(c, cfg.MaxBatchBytes),
 		done:         make(chan struct{}),
@@ -166,6 +165,11 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	}
 	if !w.coalesce {
 		w.delay = 0
+	}
+	if c.caps().flowControl {
+		// mplex has no send credit to keep beside the queue: its small
+		// Writes take the full path, without a first look at sendSmall.
+		w.smallMax = min(refThreshold-1, cfg.MaxBatchBytes)
 	}
 	w.sched.merge = w.coalesce // see mergeSmallFrames
 	setNotSentLowat(conn, notSentLowat)

@@ -178,7 +178,8 @@ func TestSmallWritesRespectTheWindow(t *testing.T) {
 // payload, and takes the credit when it queues; taking credit for a full
 // Write (takeCredit) stops the stream being direct until setDirect, so
 // no small Write can queue between a full Write's frames; a dropped
-// stream is never direct again; credit that would pass 2^32-1 is refused.
+// stream is never direct again; credit that would pass 2^32-1 is refused;
+// mplex, with no send credit, never takes it.
 func TestSendSmallRules(t *testing.T) {
 	c1, c2 := net.Pipe()
 	defer c2.Close()
@@ -216,4 +217,7 @@ func TestSendSmallRules(t *testing.T) {
 	w.setDirect(&s, true)
 	ok, _ = w.sendSmall(&s, 1, payload)
 	require.False(t, ok, "a dropped stream is never direct")
+
+	require.Zero(t, newWriter(c1, newCodec(Mplex, true), DefaultConfig()).smallMax, "mplex: no send credit, no sendSmall")
+	require.Equal(t, refThreshold-1, w.smallMax)
 }
