@@ -1,6 +1,8 @@
 package braid
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -141,4 +143,31 @@ func TestCloseWaitsForMemoryInPassing(t *testing.T) {
 	defer mem.mu.Unlock()
 	require.Zero(t, mem.reserved, "memory still reserved after Close")
 	require.Empty(t, mem.late, "manager calls after Close returned")
+}
+
+// errNoMemory is the refusal of noMemory.
+var errNoMemory = errors.New("no memory for you")
+
+// noMemory refuses every reservation.
+type noMemory struct{}
+
+func (noMemory) ReserveMemory(int, uint8) error { return errNoMemory }
+func (noMemory) ReleaseMemory(int)              {}
+
+// Promise: OpenStream returns the memory manager's refusal as it is (the
+// session is not closed: errors.Is finds no ErrSessionClosed), and once
+// the session is closed it returns the session's end, not the ledger's.
+func TestOpenStreamMemoryRefusal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Memory = noMemory{}
+	client, _ := sessionPair(t, cfg)
+	_, err := client.OpenStream(context.Background())
+	require.ErrorIs(t, err, errNoMemory)
+	require.NotErrorIs(t, err, ErrSessionClosed)
+
+	cfg.Memory = &countingMemory{}
+	client, _ = sessionPair(t, cfg)
+	require.NoError(t, client.Close())
+	_, err = client.OpenStream(context.Background())
+	require.ErrorIs(t, err, ErrSessionClosed)
 }

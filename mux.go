@@ -167,7 +167,10 @@ func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 		return nil, ErrNilContext
 	}
 	if err := s.mem.reserve(InitialStreamWindow, streamPriority); err != nil {
-		return nil, s.closeError(err)
+		if errors.Is(err, ErrSessionClosed) {
+			return nil, s.closeError(err) // why the session ended
+		}
+		return nil, err // the memory manager's refusal, as it is
 	}
 	extra, charged := s.startGrant()
 	st, err := s.registerOutbound(ctx, extra, charged)
