@@ -67,8 +67,8 @@ func ExampleSession_Stats() {
 	client.Close() // the counters are final once the session is closed
 	stats := client.Stats()
 	// The frames queued while the conn was busy went out coalesced,
-	// hundreds per conn write (with one P, the writes also joined their
-	// stream's last queued frame: a few frames of up to 1 KiB).
+	// hundreds per conn write (and writes queued behind their stream's
+	// last frame joined it: a few frames of up to 1 KiB).
 	fmt.Println("conn writes: under 100:", stats.Writes < 100)
 	// Output:
 	// bytes: 4000

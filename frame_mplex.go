@@ -151,12 +151,12 @@ func (c mplexCodec) appendHeader(dst []byte, h header) []byte {
 	return dst
 }
 
-// encodeData returns a Message header: two uvarints of at most 5 bytes
-// (id < 2^31, tag) and 3 bytes (length <= 1 MiB), within headerSize.
 // extendData never extends an mplex frame: its length is a uvarint, which
 // may need another byte for the longer payload.
 func (mplexCodec) extendData([]byte, int, int) bool { return false }
 
+// encodeData returns a Message header: two uvarints of at most 5 bytes
+// (id < 2^31, tag) and 3 bytes (length <= 1 MiB), within headerSize.
 func (c mplexCodec) encodeData(h header) (b [headerSize]byte, n int) {
 	id, openedByClient := mplexWireID(h.streamID)
 	tag := uint64(mplexMessageReceiver)

@@ -34,8 +34,8 @@ const maxHeaderLen = 64
 
 // inlineLocked writes the frame h (data, or a window update with FIN) with
 // payload (at most refThreshold bytes) to the conn at once if the rules
-// above allow, and reports whether it did; err is the write's. mu held on entry and on return; released
-// during the write.
+// above allow, and reports whether it did; err is the write's. mu held on
+// entry and on return; released during the write.
 func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 	if !w.connFreeLocked() || w.received.Load() == w.receivedAtWrite {
 		return false, nil
@@ -110,8 +110,9 @@ type inlineState struct {
 // notification stream) then pays what one raw conn write pays, with no
 // hand-off to the writer and back per Write. Once anything else queues
 // (another stream's frame, a window update, a pong), the rest of the
-// write goes to the writer, which serves it in turn with the others; so a small frame waits
-// behind at most the frame being written, as it would behind the writer's.
+// write goes to the writer, which serves it in turn with the others; so a
+// small frame waits behind at most the frame being written, as it would
+// behind the writer's.
 // Only on conns with writev: a frame is then one system call whatever its
 // size (without it, a frame's header and its last partial record would be
 // records, and system calls, of their own).

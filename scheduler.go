@@ -123,6 +123,12 @@ func (sc *scheduler) streamLimit() int {
 	return max(minStreamQueue, 2*sc.maxBatch/max(1, len(sc.ring)))
 }
 
+// hasRoom tells whether s may queue another copied frame: its queue (none
+// yet is empty) holds less than its limit.
+func (sc *scheduler) hasRoom(s *streamSend) bool {
+	return s.q == nil || s.q.pending() < sc.streamLimit()
+}
+
 // resumeLevel is what a stream's queue must drop to before its waiting
 // Write resumes: half its limit, so that the Write queues half a limit's
 // worth before it waits again, not one frame per wake-up (the writer

@@ -243,7 +243,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			return err
 		}
 		w.sched.add(s)
-		if s.q.pending() < w.sched.streamLimit() {
+		if w.sched.hasRoom(s) {
 			break
 		}
 		s.q.waiting = true
@@ -325,7 +325,7 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 	n := uint32(len(payload))
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !s.direct || w.err != nil || s.window < n || (s.q != nil && s.q.pending() >= w.sched.streamLimit()) {
+	if !s.direct || w.err != nil || s.window < n || !w.sched.hasRoom(s) {
 		return false, nil
 	}
 	s.window -= n
@@ -336,7 +336,6 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 		}
 		return true, err
 	}
-	w.sched.add(s)
 	w.sched.push(s, h, payload)
 	w.signal()
 	return true, nil

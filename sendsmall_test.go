@@ -111,8 +111,24 @@ func TestConcurrentWritesStayWhole(t *testing.T) {
 func TestSmallWriteAfterCloseOrReset(t *testing.T) {
 	client, server, a, b := streamPair(t, nil)
 	small := []byte("ping")
+	// opened opens a stream whose first frame has gone, and accepts it.
+	opened := func() (*Stream, *Stream) {
+		t.Helper()
+		out, err := client.OpenStream(context.Background())
+		require.NoError(t, err)
+		_, err = out.Write(small)
+		require.NoError(t, err)
+		in, err := server.AcceptStream()
+		require.NoError(t, err)
+		return out, in
+	}
 	_, err := a.Write(make([]byte, 100000)) // the full path
 	require.NoError(t, err)
+	w := client.w
+	w.mu.Lock()
+	direct := a.send.direct
+	w.mu.Unlock()
+	require.True(t, direct, "direct again once the full path ended")
 	_, err = a.Write(small)
 	require.NoError(t, err)
 	_, err = io.ReadFull(b, make([]byte, 100000+len(small)))
@@ -122,23 +138,13 @@ func TestSmallWriteAfterCloseOrReset(t *testing.T) {
 	_, err = a.Write(small)
 	require.ErrorIs(t, err, ErrStreamClosed)
 
-	c, err := client.OpenStream(context.Background())
-	require.NoError(t, err)
-	_, err = c.Write(small)
-	require.NoError(t, err)
-	_, err = server.AcceptStream()
-	require.NoError(t, err)
+	c, _ := opened()
 	require.NoError(t, c.Reset())
 	_, err = c.Write(small)
 	require.ErrorIs(t, err, ErrStreamReset)
 
 	// The peer's reset: once a Read has seen it, Write sees it too.
-	e, err := client.OpenStream(context.Background())
-	require.NoError(t, err)
-	_, err = e.Write(small)
-	require.NoError(t, err)
-	f, err := server.AcceptStream()
-	require.NoError(t, err)
+	e, f := opened()
 	_, err = f.Write(small)
 	require.NoError(t, err)
 	require.NoError(t, f.Reset())

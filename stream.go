@@ -119,9 +119,9 @@ func waitChan(c *chan struct{}) chan struct{} {
 //
 // On a TCP or Unix conn (also under crypto/tls), a Read that waits with a
 // buffer of 16 KiB or more lends it to the session: the next data frame's
-// payload is read from the conn straight into b, saving a copy (Stats.BytesLent counts those
-// bytes). The Read still returns at its deadline, reset or close, with the
-// bytes that came.
+// payload is read from the conn straight into b, saving a copy
+// (Stats.BytesLent counts those bytes). The Read still returns at its
+// deadline, reset or close, with the bytes that came.
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
 	for {
