@@ -108,6 +108,10 @@ type writer struct {
 	// inline write, one at a time (writing and inline, under mu, hand the
 	// conn over).
 	deadlineRenew time.Time
+	// seg is the partial segment kept from the last write on a TCP conn
+	// (segment.go); it belongs to whoever writes the conn, as
+	// deadlineRenew does.
+	seg segmentTail
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -173,6 +177,9 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 	}
 	w.sched.merge = w.coalesce // see mergeSmallFrames
 	setNotSentLowat(conn, notSentLowat)
+	if w.coalesce && w.writev {
+		w.seg = newSegmentTail(conn)
+	}
 	return w
 }
 
@@ -286,12 +293,8 @@ func (w *writer) run() {
 // while it waits or writes.
 func (w *writer) waitLocked() bool {
 	for w.inline || !w.hasWorkLocked() {
-		if !w.inline && len(w.flat) > 0 {
-			w.writing = true
-			w.mu.Unlock()
-			w.flat = w.flushPartial(w.flat)
-			w.mu.Lock()
-			w.writing = false
+		if !w.inline && w.keptLocked() {
+			w.flushKeptLocked()
 			continue
 		}
 		w.idle = true
@@ -300,12 +303,8 @@ func (w *writer) waitLocked() bool {
 		<-w.wake
 		w.mu.Lock()
 	}
-	if w.err == nil && w.draining && len(w.ctrl) == 0 && !w.sched.busy() && len(w.flat) > 0 {
-		w.writing = true
-		w.mu.Unlock()
-		w.flat = w.flushPartial(w.flat)
-		w.mu.Lock()
-		w.writing = false
+	if w.err == nil && w.draining && len(w.ctrl) == 0 && !w.sched.busy() && w.keptLocked() {
+		w.flushKeptLocked()
 	}
 	if w.err != nil || (w.draining && len(w.ctrl) == 0 && !w.sched.busy()) {
 		w.failLocked(w.err)
@@ -422,7 +421,7 @@ func (w *writer) writeBatch() error {
 	}
 	if w.coalesce {
 		if w.writev {
-			vec := b.vec[:0]
+			vec := w.seg.prepend(b.vec[:0])
 			if len(b.ctrl) > 0 {
 				vec = append(vec, b.ctrl)
 			}
@@ -433,11 +432,21 @@ func (w *writer) writeBatch() error {
 				f := &b.refs[i]
 				vec = append(vec, f.hdr[:f.hdrLen], f.payload)
 			}
+			var kept []byte
 			if len(b.tail) > 0 {
-				vec = append(vec, b.tail)
+				vec = append(vec, b.tail) // a marker: written whole
+			} else if len(b.refs) > 0 {
+				last := b.refs[len(b.refs)-1].payload
+				if k := w.seg.cut(buffersLen(vec), len(last)); k > 0 {
+					kept = last[len(last)-k:]
+					vec[len(vec)-1] = last[:len(last)-k]
+				}
 			}
 			b.vec = vec
-			err = w.writeVec(vec)
+			if err = w.writeVec(vec); err != nil {
+				kept = nil
+			}
+			w.seg.written(kept)
 		} else {
 			// flat starts with the last batch's partial record. A
 			// batch that ends with a marker is written whole: the
@@ -559,19 +568,31 @@ func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
 	return flat[:copy(flat, flat[whole:])], nil
 }
 
-// flushPartial writes the partial record run kept from the last batch
-// (writeFlat), when no batch follows to carry it. It returns flat emptied;
-// a failed write ends the session as a failed batch does.
-func (w *writer) flushPartial(flat []byte) []byte {
-	if err := w.write(flat); err != nil {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
-			_ = w.conn.Close()
-		}
-		w.mu.Unlock()
+// keptLocked tells whether the last write kept bytes back for the next:
+// a partial record in flat (writeFlat) or a partial segment (segment.go).
+// Called by run, with no inline write running; mu held.
+func (w *writer) keptLocked() bool { return len(w.flat) > 0 || len(w.seg.buf) > 0 }
+
+// flushKeptLocked writes what the last write kept back, when no write
+// follows to carry it; a failed write ends the session as a failed batch
+// does. mu held; released during the write.
+func (w *writer) flushKeptLocked() {
+	w.writing = true
+	w.mu.Unlock()
+	var err error
+	if len(w.flat) > 0 {
+		err = w.write(w.flat)
+		w.flat = w.flat[:0]
+	} else {
+		err = w.write(w.seg.buf)
+		w.seg.written(nil)
 	}
-	return flat[:0]
+	w.mu.Lock()
+	w.writing = false
+	if err != nil && w.err == nil {
+		w.err = err
+		_ = w.conn.Close()
+	}
 }
 
 // hasWorkLocked tells whether run has something to do: control frames,

@@ -25,7 +25,8 @@ import (
 // if anything was queued meanwhile. The writer's writing flag covers the
 // partial record a conn without writev keeps between batches (writeFlat):
 // it belongs before anything written next, so no inline write starts
-// while it waits.
+// while it waits. The partial segment a TCP conn keeps (segment.go) stops
+// none: an inline write, small or large, writes it first.
 
 // maxHeaderLen bounds what codec.appendHeader writes for one frame: mplex's
 // NewStream with its name and a Close, four uvarints of at most 10 bytes
@@ -43,7 +44,13 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 	seen := w.beginInlineLocked()
 	buf := pool.Get(maxHeaderLen + len(payload))
 	frame := append(w.codec.appendHeader(buf[:0], h), payload...)
-	err = w.write(frame)
+	if len(w.seg.buf) > 0 {
+		err = w.writeVecInto(&w.inlineBufs, append(w.seg.prepend(w.inlineVec[:0]), frame))
+		clear(w.inlineVec[:cap(w.inlineVec)])
+		w.seg.written(nil)
+	} else {
+		err = w.write(frame)
+	}
 	pool.Put(buf)
 	w.endInlineLocked(seen, 1, err)
 	return true, err
@@ -129,6 +136,12 @@ type inlineState struct {
 // the stream was reset meanwhile. mu held on entry and on return; released
 // during each write.
 func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel <-chan struct{}) (header, []byte, error) {
+	kept := false // the last inline write kept a partial segment back (segment.go)
+	defer func() {
+		if kept {
+			w.signal() // run writes it, if no write comes first
+		}
+	}()
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
 		w.refreshLoneFrameLocked()
 		n := w.sched.refFrameLen(len(payload))
@@ -141,15 +154,29 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 		fh.length = uint32(n)
 		var hn int
 		w.inlineHdr, hn = w.codec.encodeData(fh)
-		vec := append(w.inlineVec[:0], w.inlineHdr[:hn], payload[:n])
+		frames := 1
+		vec := append(w.seg.prepend(w.inlineVec[:0]), w.inlineHdr[:hn], payload[:n])
+		var keep []byte
 		if w.bound.took(hn + n) {
 			vec = append(vec, w.codec.appendHeader(w.inlineMarker[:0], header{typ: typePing, flags: flagSYN, length: w.bound.mark()}))
+			frames++ // and written whole (segment.go)
+		} else if len(payload) > n || w.parallel {
+			if k := w.seg.cut(buffersLen(vec), n); k > 0 {
+				keep = payload[n-k : n]
+				vec[len(vec)-1] = payload[:n-k]
+			}
 		}
+		size := buffersLen(vec)
 		seen := w.beginInlineLocked()
-		took, err := timedWrite(hn+n, func() error { return w.writeVecInto(&w.inlineBufs, vec) })
-		w.endInlineLocked(seen, len(vec)-1, err)
+		took, err := timedWrite(size, func() error { return w.writeVecInto(&w.inlineBufs, vec) })
+		if err != nil {
+			keep = nil
+		}
+		w.seg.written(keep)
+		kept = len(keep) > 0
+		w.endInlineLocked(seen, frames, err)
 		if took > 0 {
-			w.rate.sample(hn+n, took)
+			w.rate.sample(size, took)
 		}
 		w.inlineVec = vec[:0]
 		clear(vec)

@@ -40,3 +40,24 @@ const tcpNotSentLowat = 25
 
 // maxUnwrap bounds the NetConn chain setNotSentLowat follows.
 const maxUnwrap = 4
+
+// tcpSegmentSize returns c's MSS (TCP_MAXSEG) if c is a *net.TCPConn, or
+// 0: a conn that wraps one may not write what it is given as one write,
+// and a conn without writev writes records (writeFlat), not segments.
+func tcpSegmentSize(c net.Conn) int {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	mss, serr := 0, error(nil)
+	if err := raw.Control(func(fd uintptr) {
+		mss, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG)
+	}); err != nil || serr != nil || mss <= 0 {
+		return 0
+	}
+	return mss
+}

@@ -7,3 +7,7 @@ import "net"
 // setNotSentLowat is a no-op where TCP_NOTSENT_LOWAT is not known; the
 // connection-level in-flight bound (inflight.go) still applies.
 func setNotSentLowat(net.Conn, int) bool { return false }
+
+// tcpSegmentSize is 0 where TCP_MAXSEG is not read: writes are not cut to
+// whole segments (segment.go).
+func tcpSegmentSize(net.Conn) int { return 0 }
