@@ -45,8 +45,10 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 	buf := pool.Get(maxHeaderLen + len(payload))
 	frame := append(w.codec.appendHeader(buf[:0], h), payload...)
 	if len(w.seg.buf) > 0 {
-		err = w.writeVecInto(&w.inlineBufs, append(w.seg.prepend(w.inlineVec[:0]), frame))
-		clear(w.inlineVec[:cap(w.inlineVec)])
+		w.inlineVec = append(w.seg.prepend(w.inlineVec[:0]), frame)
+		err = w.writeVecInto(&w.inlineBufs, w.inlineVec)
+		clear(w.inlineVec)
+		w.inlineVec = w.inlineVec[:0]
 		w.seg.written(nil)
 	} else {
 		err = w.write(frame)

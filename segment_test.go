@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,4 +172,36 @@ func seeded(n, seed int) []byte {
 		b[i] = byte(i*7 + seed*13)
 	}
 	return b
+}
+
+// TestInlineWriteSendsKeptSegmentFirst: a small frame written inline while
+// a partial segment is kept goes after it, in the same write, and nothing
+// is kept after it.
+func TestInlineWriteSendsKeptSegmentFirst(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c2)
+		got <- b
+	}()
+	var frames atomic.Uint64
+	frames.Store(1) // a frame came since the last write: a small frame may go inline
+	w := &writer{conn: c1, codec: yamuxCodec{}, writeTimeout: time.Minute, writev: true, coalesce: true,
+		maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes),
+		inlineState: inlineState{received: &frames}}
+	w.seg.size = 1000
+	tail := []byte("the end of a frame already begun")
+	w.seg.written(tail)
+	w.mu.Lock()
+	done, err := w.inlineLocked(header{typ: typeData, streamID: 3, length: 5}, []byte("hello"))
+	w.mu.Unlock()
+	require.True(t, done, "written inline")
+	require.NoError(t, err)
+	require.Nil(t, w.seg.buf, "nothing kept after it")
+	c1.Close()
+	want := append(append([]byte{}, tail...), w.codec.appendHeader(nil, header{typ: typeData, streamID: 3, length: 5})...)
+	want = append(want, "hello"...)
+	require.Equal(t, want, <-got)
 }
