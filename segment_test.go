@@ -41,14 +41,7 @@ func TestSegmentTailCut(t *testing.T) {
 // copied frames only (with what was kept first). The bytes, in order, are
 // what the frames encode.
 func TestWriteBatchWholeSegments(t *testing.T) {
-	c1, c2 := net.Pipe()
-	defer c1.Close()
-	defer c2.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(c2)
-		got <- b
-	}()
+	c1, got := pipeSink(t)
 	const size = 1000 // the segment size; net.Pipe writes each buffer on its own, so only the bytes are checked
 	w := &writer{conn: c1, codec: yamuxCodec{}, writeTimeout: time.Minute, writev: true, coalesce: true}
 	w.seg.size = size
@@ -178,14 +171,7 @@ func seeded(n, seed int) []byte {
 // a partial segment is kept goes after it, in the same write, and nothing
 // is kept after it.
 func TestInlineWriteSendsKeptSegmentFirst(t *testing.T) {
-	c1, c2 := net.Pipe()
-	defer c1.Close()
-	defer c2.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(c2)
-		got <- b
-	}()
+	c1, got := pipeSink(t)
 	var frames atomic.Uint64
 	frames.Store(1) // a frame came since the last write: a small frame may go inline
 	w := &writer{conn: c1, codec: yamuxCodec{}, writeTimeout: time.Minute, writev: true, coalesce: true,
@@ -204,4 +190,18 @@ func TestInlineWriteSendsKeptSegmentFirst(t *testing.T) {
 	want := append(append([]byte{}, tail...), w.codec.appendHeader(nil, header{typ: typeData, streamID: 3, length: 5})...)
 	want = append(want, "hello"...)
 	require.Equal(t, want, <-got)
+}
+
+// pipeSink returns one end of a net.Pipe, closed when the test ends, and
+// what its peer end read, sent once c1 is closed.
+func pipeSink(t *testing.T) (net.Conn, <-chan []byte) {
+	t.Helper()
+	c1, c2 := net.Pipe()
+	t.Cleanup(func() { c1.Close(); c2.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c2)
+		got <- b
+	}()
+	return c1, got
 }

@@ -186,14 +186,7 @@ func (c *recordingConn) Write(b []byte) (int, error) {
 // not a record for the marker ping after them. The bytes, in order, are
 // what the frames encode.
 func TestWriteFlatWholeRecords(t *testing.T) {
-	c1, c2 := net.Pipe()
-	defer c1.Close()
-	defer c2.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(c2)
-		got <- b
-	}()
+	c1, got := pipeSink(t)
 	rec := &recordingConn{Conn: c1}
 	w := &writer{conn: rec, codec: yamuxCodec{}, writeTimeout: time.Minute}
 	payload := make([]byte, 64<<10)
