@@ -21,8 +21,14 @@ import (
 // bandwidth-delay product at inflightRate, at least minInflight. It is on
 // only once the peer has answered a ping (the session's first RTT ping), so
 // a peer that doesn't answer pings never stalls; and if markers go
-// unanswered for markerTimeout while data waits, the bound is switched off
-// for the session (go-yamux drops pongs when its backlog is full).
+// unanswered for markerTimeout while data waits and other frames keep
+// coming from the peer, the bound is switched off for the session
+// (go-yamux drops pongs when its backlog is full). A stretch with no frame
+// at all from the peer is a stall of the peer or of this process (a VM
+// paused, a test machine busy), not a peer that drops pongs: the bound
+// stays (a session that lost it keeps its bulk streams' megabytes ahead of
+// every small message for good), a new marker asks again for every byte
+// sent, and the timer watches the next stretch.
 
 const (
 	// minInflight is the least budget: enough to keep a loopback peer's
@@ -98,17 +104,18 @@ type marker struct {
 
 // inflight is the writer's bound state. Guarded by writer.mu.
 type inflight struct {
-	off      bool     // the peer dropped markers: no bound
-	sent     uint64   // stream data bytes taken into writes
-	acked    uint64   // of them, read by the peer (the last answered marker)
-	marked   uint64   // sent when the last marker was queued
-	markers  []marker // outstanding, oldest first
-	seq      uint32   // the last marker id's sequence number
-	budget   int      // current bound; 0 while off or unknown
-	refHold  int      // of it, what by-reference frames leave unused (sharedRefHold or 0)
-	blocked  bool     // data waits for the budget
-	timer    *time.Timer
-	timerAck uint64 // acked when the timer was armed
+	off       bool     // the peer dropped markers: no bound
+	sent      uint64   // stream data bytes taken into writes
+	acked     uint64   // of them, read by the peer (the last answered marker)
+	marked    uint64   // sent when the last marker was queued
+	markers   []marker // outstanding, oldest first
+	seq       uint32   // the last marker id's sequence number
+	budget    int      // current bound; 0 while off or unknown
+	refHold   int      // of it, what by-reference frames leave unused (sharedRefHold or 0)
+	blocked   bool     // data waits for the budget
+	timer     *time.Timer
+	timerAck  uint64 // acked when the timer was armed
+	timerRecv uint64 // the frames received from the peer when it was armed
 }
 
 // room returns how many bytes of stream data the next batch may take; a
@@ -215,6 +222,7 @@ func (w *writer) armMarkerTimer() {
 		return
 	}
 	f.timerAck = f.acked
+	f.timerRecv = w.framesReceived()
 	d := minMarkerTimeout
 	if w.peerRTT != nil {
 		d = max(d, markerTimeoutRTTs*w.peerRTT())
@@ -228,10 +236,22 @@ func (w *writer) markerTimeout() {
 	defer w.mu.Unlock()
 	f := &w.bound
 	f.timer = nil
-	if f.acked != f.timerAck || !f.blocked {
-		if f.blocked {
-			w.armMarkerTimer() // progress: watch the next stretch
-		}
+	if !f.blocked {
+		return
+	}
+	if f.acked != f.timerAck {
+		w.armMarkerTimer() // progress: watch the next stretch
+		return
+	}
+	if w.framesReceived() == f.timerRecv {
+		// Nothing at all came: ask again. The markers out are taken for
+		// lost (a pong that comes for one later is ignored); a new one
+		// marks every byte sent, in a batch of its own (hasWorkLocked).
+		clear(f.markers)
+		f.markers = f.markers[:0]
+		f.marked = f.acked
+		w.armMarkerTimer()
+		w.signal()
 		return
 	}
 	f.off = true // the peer doesn't answer: no bound
@@ -246,4 +266,14 @@ func (w *writer) stopMarkerTimer() {
 		w.bound.timer.Stop()
 		w.bound.timer = nil
 	}
+}
+
+// framesReceived is the count of frames the session read from the peer,
+// or 0 for a writer without a session (tests). mu held or not: it is the
+// session's atomic counter.
+func (w *writer) framesReceived() uint64 {
+	if w.received == nil {
+		return 0
+	}
+	return w.received.Load()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -453,4 +454,61 @@ func TestWriteDeadlineRenewedOncePerSlack(t *testing.T) {
 		// At most an eighth more, and the time the write itself took.
 		require.LessOrEqual(t, left, timeout+slack+ends[k].Sub(start), "and at most an eighth more")
 	}
+}
+
+// TestMarkerTimeoutNeedsAPeerThatSpeaks: markers unanswered for a whole
+// timeout switch the bound off only if other frames came from the peer
+// meanwhile (a peer that drops pongs, as go-yamux does with a full
+// backlog). With nothing at all from it (a stall, or this process paused)
+// the bound stays and a new marker asks again for every byte sent; an
+// answered marker re-arms the timer.
+func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
+	var frames atomic.Uint64
+	w := &writer{codec: yamuxCodec{}, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes),
+		inlineState: inlineState{received: &frames}, wake: make(chan struct{}, 1)}
+	f := &w.bound
+	f.setBudget(time.Millisecond, false, false)
+	// arm blocks the writer and arms the timer, which the test fires itself.
+	arm := func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		f.blocked = true
+		w.stopMarkerTimer()
+		w.armMarkerTimer()
+		f.timer.Stop()
+	}
+	rearmed := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		armed := f.timer != nil
+		w.stopMarkerTimer()
+		return armed
+	}
+	f.took(f.budget)
+	f.mark()
+	require.Zero(t, f.room(), "the budget is full")
+
+	arm()
+	w.markerTimeout() // nothing came
+	require.False(t, f.off, "a silent stretch keeps the bound")
+	require.Empty(t, f.markers, "the markers out are taken for lost")
+	require.True(t, f.needMarker(), "a new marker asks again")
+	require.True(t, rearmed())
+	id := f.mark()
+
+	arm()
+	require.True(t, f.answered(id)) // a pong after the timer was armed
+	frames.Add(1)
+	f.took(f.budget)
+	f.mark()
+	w.markerTimeout()
+	require.False(t, f.off, "progress: the timer watches on")
+	require.True(t, rearmed())
+
+	arm()
+	frames.Add(3) // the peer speaks, but answers no marker
+	w.markerTimeout()
+	require.True(t, f.off, "a peer that drops pongs: no bound")
+	require.Equal(t, -1, f.room())
+	require.False(t, rearmed())
 }
