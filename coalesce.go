@@ -624,7 +624,7 @@ func (w *writer) sizeBudgetLocked(lone, largeFrame bool) {
 	if w.peerRTT == nil {
 		return
 	}
-	w.bound.setBudget(w.peerRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
+	w.bound.setBudget(w.bound.budgetRTT(w.peerRTT()), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

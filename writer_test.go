@@ -512,3 +512,27 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 	require.Equal(t, -1, f.room())
 	require.False(t, rearmed())
 }
+
+// TestBudgetFollowsMarkerRoundTrips: a budget sized from an inflated
+// first ping (the session's, sent as the session starts) comes down once
+// a marker's round trip shows the path is shorter; a longer marker round
+// trip never raises it above the session's, and no pong yet leaves the
+// bound off.
+func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
+	var f inflight
+	const first = 2 * time.Millisecond // 2.5 MB at inflightRate
+	require.Zero(t, f.budgetRTT(0), "no pong yet: no bound")
+	f.setBudget(f.budgetRTT(first), false, false)
+	require.Equal(t, int(first.Seconds()*inflightRate), f.budget)
+	f.took(f.budget / markersPerBudget)
+	id := f.mark()
+	f.markers[0].at = time.Now().Add(-50 * time.Microsecond)
+	require.True(t, f.answered(id))
+	rtt := f.budgetRTT(first)
+	require.Less(t, rtt, first)
+	require.GreaterOrEqual(t, rtt, 50*time.Microsecond)
+	f.setBudget(rtt, false, false)
+	require.Equal(t, minInflight, f.budget, "the budget is back at its floor")
+	require.Equal(t, 10*time.Microsecond, f.budgetRTT(10*time.Microsecond), "the session's shorter round trip stands")
+	require.Zero(t, f.budgetRTT(0))
+}
