@@ -102,7 +102,11 @@ type writer struct {
 	stats        writerStats
 	done         chan struct{}        // closed by run when it returns
 	vec          net.Buffers          // writeVec's vector; a field so that WriteTo doesn't allocate
-	peerRTT      func() time.Duration // the session's round trip; nil without pings (set before run starts)
+	peerRTT      func() time.Duration // the session's round trip, its last ping's: the marker timeout's; nil without pings (set before run starts)
+	// path is the session's path knowledge (nil without pings, set before
+	// run starts): its least round trip sizes the in-flight budget, and
+	// markers' round trips go into it (markerAnswered).
+	path *pathState
 	// deadlineRenew is when the conn's write deadline must be renewed
 	// (armWriteTimeout). It belongs to whoever writes the conn: run, or an
 	// inline write, one at a time (writing and inline, under mu, hand the
@@ -621,10 +625,10 @@ func (w *writer) hasWorkLocked() bool {
 // a writev conn, the lone budget with more than one P but not for a writev
 // conn's large frames, which are lent whole (inflight.go). mu held.
 func (w *writer) sizeBudgetLocked(lone, largeFrame bool) {
-	if w.peerRTT == nil {
+	if w.path == nil {
 		return
 	}
-	w.bound.setBudget(w.bound.budgetRTT(w.peerRTT()), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

@@ -115,10 +115,8 @@ type inflight struct {
 	refHold   int      // of it, what by-reference frames leave unused (sharedRefHold or 0)
 	blocked   bool     // data waits for the budget
 	timer     *time.Timer
-	timerAck  uint64        // acked when the timer was armed
-	timerRecv uint64        // the frames received from the peer when it was armed
-	rttMin    time.Duration // the least marker round trip within rttHorizon; 0 until one
-	rttMinAt  time.Time     // when rttMin was sampled
+	timerAck  uint64 // acked when the timer was armed
+	timerRecv uint64 // the frames received from the peer when it was armed
 }
 
 // room returns how many bytes of stream data the next batch may take; a
@@ -189,32 +187,40 @@ func (f *inflight) mark() uint32 {
 }
 
 // answered handles the pong of marker id; it reports whether budget freed
-// up. mu held.
-func (f *inflight) answered(id uint32) bool {
+// up, and when the marker was queued. mu held.
+func (f *inflight) answered(id uint32) (queued time.Time, ok bool) {
 	for i, m := range f.markers {
 		if m.id == id {
 			f.acked = max(f.acked, m.offset)
-			f.sampleRTT(time.Since(m.at), m.at)
 			n := copy(f.markers, f.markers[i+1:])
 			clear(f.markers[n:])
 			f.markers = f.markers[:n]
-			return true
+			return m.at, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }
 
 // isMarker tells whether a ping id is one of the writer's markers.
 func isMarker(id uint32) bool { return id&markerFlag != 0 }
 
 // markerAnswered is called by the read loop with a marker's pong.
+// Its round trip goes to the session's path (outside mu: the path's lock
+// is its own), as a ping's does: a marker waits behind the bytes ahead of
+// it, so its round trip is the path's and more, never less, and the
+// path's least sample within rttHorizon is what sizes the budget.
 func (w *writer) markerAnswered(id uint32) {
 	w.mu.Lock()
-	if w.bound.answered(id) && w.bound.blocked {
+	queued, ok := w.bound.answered(id)
+	if ok && w.bound.blocked {
 		w.bound.blocked = false
 		w.signal()
 	}
 	w.mu.Unlock()
+	if ok && w.path != nil {
+		now := time.Now()
+		w.path.rttSample(now.Sub(queued), now)
+	}
 }
 
 // armMarkerTimer starts the timer that switches the bound off if no marker
@@ -280,32 +286,4 @@ func (w *writer) framesReceived() uint64 {
 		return 0
 	}
 	return w.received.Load()
-}
-
-// sampleRTT takes the round trip of a marker queued at at into rttMin,
-// the least within rttHorizon. A marker waits behind the bytes ahead of
-// it, so its round trip is the path's and more, never less.
-func (f *inflight) sampleRTT(rtt time.Duration, at time.Time) {
-	if rtt <= 0 {
-		rtt = 1
-	}
-	if f.rttMin == 0 || rtt < f.rttMin || at.Sub(f.rttMinAt) > rttHorizon {
-		f.rttMin, f.rttMinAt = rtt, at
-	}
-}
-
-// budgetRTT is the round trip the budget covers: the session's (its last
-// ping's; 0, no pong yet, leaves the bound off), or the least marker
-// round trip if that is less. The session's first ping goes out as the
-// session starts, and its pong may wait for the peer's session to start
-// too, or behind the first bulk bytes, which no budget holds back yet:
-// over loopback TLS 160-620 µs against ~10 idle, and now and then over a
-// millisecond, a budget of megabytes for the whole session, with the
-// small message beside bulk waiting behind all of it. Marker round trips
-// bring it down within a few markers.
-func (f *inflight) budgetRTT(session time.Duration) time.Duration {
-	if session > 0 && f.rttMin > 0 && f.rttMin < session {
-		return f.rttMin
-	}
-	return session
 }

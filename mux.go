@@ -137,6 +137,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	s.env = growthEnv{now: time.Now, path: s.path.estimate, maxWindow: s.cfg.MaxStreamWindow}
 	if s.caps.ping {
 		s.w.peerRTT = s.RTT
+		s.w.path = &s.path
 	}
 	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
 	go s.w.run()

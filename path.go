@@ -74,6 +74,10 @@ func (p *pathState) rttSample(rtt time.Duration, now time.Time) {
 	}
 }
 
+// leastRTT is the least round trip sampled within rttHorizon (pings' and
+// the writer's markers'); 0 until a pong came back.
+func (p *pathState) leastRTT() time.Duration { return time.Duration(p.minRTT.Load()) }
+
 // arrived records n data bytes read by the read loop; every
 // rateSampleBytes it reads the clock and, once a round trip has passed
 // since the sample began, takes the rate of the sample.
@@ -85,7 +89,7 @@ func (p *pathState) arrived(n uint32) {
 	bytes := p.unsampled
 	p.unsampled = 0
 	now := time.Now()
-	rtt := time.Duration(p.minRTT.Load())
+	rtt := p.leastRTT()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sampleStart.IsZero() || rtt == 0 {
@@ -110,7 +114,7 @@ func (p *pathState) arrived(n uint32) {
 // long (on a fast local link the pong is back within microseconds, so a
 // stream opened that early keeps the initial window).
 func (p *pathState) estimate() pathEstimate {
-	rtt := time.Duration(p.minRTT.Load())
+	rtt := p.leastRTT()
 	if rtt == 0 {
 		if sent := p.probe.Load(); sent != 0 {
 			rtt = time.Duration(time.Now().UnixNano() - sent)

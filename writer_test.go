@@ -131,13 +131,13 @@ func TestInflightBudget(t *testing.T) {
 	}
 	// The second marker's pong frees what preceded it, and the first with
 	// it; an unknown or repeated pong changes nothing.
-	require.True(t, f.answered(ids[1]))
+	require.True(t, answered(&f, ids[1]))
 	require.Equal(t, minInflight, int(f.sent-f.acked))
 	require.Equal(t, 0, f.room(), "a full budget")
 	require.Equal(t, copySlack, f.roomFor(copySlack), "copied frames get the slack at a full budget")
-	require.False(t, f.answered(ids[0]))
-	require.False(t, f.answered(markerFlag|12345))
-	require.True(t, f.answered(ids[2]))
+	require.False(t, answered(&f, ids[0]))
+	require.False(t, answered(&f, markerFlag|12345))
+	require.True(t, answered(&f, ids[2]))
 	require.Len(t, f.markers, 0)
 	require.Equal(t, minInflight, f.room())
 	// Long round trips scale the budget; off means no bound.
@@ -163,7 +163,7 @@ func TestInflightShrunkBudgetMarks(t *testing.T) {
 	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
 	id := f.mark()
 	require.False(t, f.needMarker(), "marked")
-	require.True(t, f.answered(id))
+	require.True(t, answered(&f, id))
 	require.Equal(t, minInflight, f.room(), "the pong frees the budget")
 }
 
@@ -369,10 +369,9 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // one budget, and with one P it never grows; nor on a writev conn for a
 // lone stream's frames of more than a batch.
 func TestWriterLoneParallelBudget(t *testing.T) {
-	rtt := func() time.Duration { return 10 * time.Microsecond }
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
-		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, parallel: parallel}
+		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
 		var a, b streamSend
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
 		require.True(t, w.hasWorkLocked())
@@ -391,7 +390,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 	// larger than a batch keeps one budget: each frame can go into a
 	// waiting Read's buffer whole.
 	for _, writev := range []bool{true, false} {
-		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), peerRTT: rtt, parallel: true}
+		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: true}
 		w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
 		var a streamSend
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, 256<<10))
@@ -497,7 +496,7 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 	id := f.mark()
 
 	arm()
-	require.True(t, f.answered(id)) // a pong after the timer was armed
+	require.True(t, answered(f, id)) // a pong after the timer was armed
 	frames.Add(1)
 	f.took(f.budget)
 	f.mark()
@@ -515,24 +514,45 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 
 // TestBudgetFollowsMarkerRoundTrips: a budget sized from an inflated
 // first ping (the session's, sent as the session starts) comes down once
-// a marker's round trip shows the path is shorter; a longer marker round
-// trip never raises it above the session's, and no pong yet leaves the
-// bound off.
+// a marker's round trip, which goes into the session's path as a ping's
+// does, shows the path is shorter; a longer round trip never raises it,
+// a ping's shorter one stands, and no pong yet leaves the bound off.
 func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
-	var f inflight
+	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: &pathState{}}
+	f := &w.bound
+	w.sizeBudgetLocked(false, false)
+	require.Zero(t, f.budget, "no pong yet: no bound")
 	const first = 2 * time.Millisecond // 2.5 MB at inflightRate
-	require.Zero(t, f.budgetRTT(0), "no pong yet: no bound")
-	f.setBudget(f.budgetRTT(first), false, false)
+	w.path.rttSample(first, time.Now())
+	w.sizeBudgetLocked(false, false)
 	require.Equal(t, int(first.Seconds()*inflightRate), f.budget)
 	f.took(f.budget / markersPerBudget)
 	id := f.mark()
 	f.markers[0].at = time.Now().Add(-50 * time.Microsecond)
-	require.True(t, f.answered(id))
-	rtt := f.budgetRTT(first)
+	w.markerAnswered(id)
+	rtt := w.path.leastRTT()
 	require.Less(t, rtt, first)
 	require.GreaterOrEqual(t, rtt, 50*time.Microsecond)
-	f.setBudget(rtt, false, false)
+	w.sizeBudgetLocked(false, false)
 	require.Equal(t, minInflight, f.budget, "the budget is back at its floor")
-	require.Equal(t, 10*time.Microsecond, f.budgetRTT(10*time.Microsecond), "the session's shorter round trip stands")
-	require.Zero(t, f.budgetRTT(0))
+	f.took(f.budget / markersPerBudget)
+	id = f.mark()
+	f.markers[0].at = time.Now().Add(-5 * time.Millisecond)
+	w.markerAnswered(id)
+	require.Equal(t, rtt, w.path.leastRTT(), "a longer round trip does not replace the least")
+	w.path.rttSample(10*time.Microsecond, time.Now())
+	require.Equal(t, 10*time.Microsecond, w.path.leastRTT(), "the session's shorter round trip stands")
+}
+
+// pathWithRTT is a path whose least round trip is rtt.
+func pathWithRTT(rtt time.Duration) *pathState {
+	p := &pathState{}
+	p.rttSample(rtt, time.Now())
+	return p
+}
+
+// answered is inflight.answered's verdict alone.
+func answered(f *inflight, id uint32) bool {
+	_, ok := f.answered(id)
+	return ok
 }
