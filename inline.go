@@ -158,17 +158,19 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 		w.inlineHdr, hn = w.codec.encodeData(fh)
 		frames := 1
 		vec := append(w.seg.prepend(w.inlineVec[:0]), w.inlineHdr[:hn], payload[:n])
+		size := len(w.seg.buf) + hn + n
 		var keep []byte
 		if w.bound.took(hn + n) {
 			vec = append(vec, w.codec.appendHeader(w.inlineMarker[:0], header{typ: typePing, flags: flagSYN, length: w.bound.mark()}))
+			size += len(vec[len(vec)-1])
 			frames++ // and written whole (segment.go)
 		} else if len(payload) > n || w.parallel {
-			if k := w.seg.cut(buffersLen(vec), n); k > 0 {
+			if k := w.seg.cut(size, n); k > 0 {
 				keep = payload[n-k : n]
 				vec[len(vec)-1] = payload[:n-k]
+				size -= k
 			}
 		}
-		size := buffersLen(vec)
 		seen := w.beginInlineLocked()
 		took, err := timedWrite(size, func() error { return w.writeVecInto(&w.inlineBufs, vec) })
 		if err != nil {
