@@ -93,7 +93,7 @@ type writer struct {
 	conn         net.Conn
 	codec        codec
 	writev       bool // conn turns net.Buffers into one writev system call
-	parallel     bool // more than one P when the session started: see yieldForPong and loneParallelScale
+	parallel     bool // more than one P when the session started: see busyReadLoop and loneParallelScale
 	coalesce     bool
 	delay        time.Duration
 	maxBatch     int
@@ -122,6 +122,7 @@ type writer struct {
 	ctrl        []byte        // control frames; written first
 	ctrlEnds    []int         // end offset of each frame in ctrl
 	pongs       int           // pongs in ctrl
+	pongWaiter  chan struct{} // the read loop waits on it for its pong's write (answerMarkerAndWait); nil if it doesn't
 	sched       scheduler     // the streams with queued frames, and who writes next
 	idle        bool          // run is parked waiting for wake
 	writing     bool          // run has frames to write: a batch (takeLocked to complete) or the partial record kept from one (flat); no inline write starts
@@ -153,6 +154,7 @@ type batch struct {
 	ends     []int       // end offset of each frame in data
 	refs     []refFrame  // by-reference frames, after data
 	tail     []byte      // a marker ping after the batch's data (inflight.go)
+	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
 }
@@ -244,32 +246,39 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 	return nil
 }
 
-// yieldForPong tells whether the read loop should yield after queuing a
-// marker's pong, so that the writer it woke sends it before the read loop
-// reads on: on a conn without writev (TLS, noise: its reads decrypt, so
-// the read loop keeps its P busy and seldom parks) with more than one P
-// when the session started (fixed then: runtime.GOMAXPROCS takes the
-// scheduler's global lock, too much for every marker).
+// busyReadLoop tells whether the read loop keeps its P busy (handoff.go):
+// a conn without writev (TLS, noise: its reads decrypt, so the read loop
+// seldom parks) with more than one P when the session started (fixed
+// then: runtime.GOMAXPROCS takes the scheduler's global lock, too much for
+// every marker).
 // A goroutine woken by a channel send runs on the waker's P once the
 // waker blocks; a trace of TLS bulk at GOMAXPROCS 2 put ~18 µs of
 // scheduling delay on every pong, most of the marker's round trip that
-// bounds one stream's throughput. Measured in paired runs: TLS bulk +12 %
-// (8 of 8), the loaded ping's p50 -23 % (6 of 6); over plain TCP, whose
-// read loop parks between reads, the same yield cost bulk 11 %, and at
-// GOMAXPROCS 1 it puts the read loop behind every runnable goroutine
-// (p50 4x worse, session 3).
-func (w *writer) yieldForPong() bool { return !w.writev && w.parallel }
+// bounds one stream's throughput. The read loop's yield after queuing a
+// pong measured in paired runs: TLS bulk +12 % (8 of 8), the loaded
+// ping's p50 -23 % (6 of 6); over plain TCP, whose read loop parks between
+// reads, the same yield cost bulk 11 %, and at GOMAXPROCS 1 it puts the
+// read loop behind every runnable goroutine (p50 4x worse, session 3).
+func (w *writer) busyReadLoop() bool { return !w.writev && w.parallel }
 
 // queuePong queues a ping reply unless too many are queued already.
 func (w *writer) queuePong(id uint32) {
 	w.mu.Lock()
-	if w.err == nil && w.pongs < maxQueuedPongs {
-		w.pongs++
-		w.ctrl = w.codec.appendHeader(w.ctrl, header{typ: typePing, flags: flagACK, length: id})
-		w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
-		w.signal()
-	}
+	w.queuePongLocked(id)
 	w.mu.Unlock()
+}
+
+// queuePongLocked is queuePong with mu held; it reports whether the pong
+// was queued.
+func (w *writer) queuePongLocked(id uint32) bool {
+	if w.err != nil || w.pongs >= maxQueuedPongs {
+		return false
+	}
+	w.pongs++
+	w.ctrl = w.codec.appendHeader(w.ctrl, header{typ: typePing, flags: flagACK, length: id})
+	w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
+	w.signal()
+	return true
 }
 
 // run is the writer goroutine: wait for work, take a batch under mu, write
@@ -372,6 +381,7 @@ func (w *writer) takeLocked() {
 	b.ctrl, w.ctrl = w.ctrl, w.spareCtrl[:0]
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
+	b.awaited = w.pongWaiter != nil // the read loop's pong is in ctrl (answerMarkerAndWait)
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
@@ -458,11 +468,12 @@ func (w *writer) writeBatch() error {
 			// the next batch it would wait for that batch's write
 			// (over TLS the budget's marker round trip then grew by
 			// a batch; one-stream bulk at P=2 measured 10 % less).
+			// So is one whose pong the read loop waits for.
 			took := len(b.ctrl)+len(b.data)+len(b.refs)+len(b.tail) > 0
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took && len(b.tail) == 0)
+			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took && len(b.tail) == 0 && !b.awaited)
 		}
 	} else {
 		err = w.writeEach(b)
@@ -497,6 +508,10 @@ func (w *writer) complete(d time.Duration, err error) {
 		w.err = err
 		// Wake the read loop: the session ends with this error.
 		_ = w.conn.Close()
+	}
+	if b.awaited && w.pongWaiter != nil { // nil: the read loop's wait ended first
+		notify(w.pongWaiter) // the read loop goes on (handoff.go)
+		w.pongWaiter = nil
 	}
 	idle := len(w.ctrl) == 0 && !w.sched.busy()
 	w.mu.Unlock()
@@ -623,12 +638,17 @@ func (w *writer) hasWorkLocked() bool {
 // largeFrame whether its next frame is larger than a batch frame can be
 // (scheduler.isLoneLarge). The hold applies while several streams send on
 // a writev conn, the lone budget with more than one P but not for a writev
-// conn's large frames, which are lent whole (inflight.go). mu held.
+// conn's large frames, which are lent whole, and sharedDecryptInflight
+// while several streams send by reference on a conn whose peer's read
+// loop is busy (inflight.go). mu held.
 func (w *writer) sizeBudgetLocked(lone, largeFrame bool) {
 	if w.path == nil {
 		return
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
+	if !lone && w.busyReadLoop() && w.sched.refQueued() {
+		w.bound.atLeast(sharedDecryptInflight)
+	}
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

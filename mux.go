@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,15 +30,17 @@ const (
 // conn. Both end when the session closes, which Close does and which the
 // loss of the conn or a peer that breaks the protocol causes.
 type Session struct {
-	conn   net.Conn
-	cfg    Config
-	client bool
-	codec  codec
-	caps   capabilities // what the protocol can express
-	w      *writer
-	br     *readBuffer // owned by the read loop
-	last   lastStream  // the stream of the last stream frame read; owned by the read loop
-	cutter *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	conn     net.Conn
+	cfg      Config
+	client   bool
+	codec    codec
+	caps     capabilities // what the protocol can express
+	w        *writer
+	br       *readBuffer // owned by the read loop
+	last     lastStream  // the stream of the last stream frame read; owned by the read loop
+	bulk     bulkTracker // the large data frames read (handoff.go); owned by the read loop
+	pongWait pongWaiter  // the read loop's wait for a pong's write (handoff.go); owned by the read loop
+	cutter   *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -772,6 +773,9 @@ func (s *Session) handleStreamFrame(h header) error {
 				return s.discard(h.length)
 			}
 		}
+		if h.length > maxSmallPayload {
+			s.bulk.large(s.recvFrames.Load(), h.streamID)
+		}
 		if err := s.readPayload(st, h.length); err != nil {
 			return err
 		}
@@ -809,7 +813,8 @@ func (s *Session) receiveBufferedSmall(st *Stream, h header) error {
 	if err != nil {
 		return err
 	}
-	switch st.admitSmall(p) {
+	a := st.admitSmall(p)
+	switch a {
 	case admitWindowExceeded:
 		return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
 	case admitAfterFIN:
@@ -817,6 +822,9 @@ func (s *Session) receiveBufferedSmall(st *Stream, h header) error {
 	}
 	s.arrived(h.length)
 	_, err = s.br.Discard(int(h.length))
+	if a == admitForReader {
+		s.yieldToReader()
+	}
 	return err
 }
 
@@ -896,8 +904,11 @@ func (s *Session) bufferPayload(st *Stream, n uint32) error {
 			return err
 		}
 		s.arrived(n)
-		st.receiveSmall(p)
+		reader := st.receiveSmall(p)
 		_, err = s.br.Discard(int(n))
+		if reader {
+			s.yieldToReader()
+		}
 		return err
 	}
 	head := s.br.handOff(int(n))
@@ -1042,14 +1053,11 @@ func (s *Session) forgetPingLocked(id uint32) {
 // handlePing answers pings and completes ours.
 func (s *Session) handlePing(h header) {
 	if h.flags&flagSYN != 0 {
-		s.w.queuePong(h.length)
-		if isMarker(h.length) && s.w.yieldForPong() {
-			// The peer's writer waits for this pong (inflight.go). The
-			// writer goroutine it woke waits on this P until the read
-			// loop parks, and on a conn that decrypts what it reads the
-			// read loop seldom does: let the writer send it now.
-			runtime.Gosched()
+		if isMarker(h.length) {
+			s.answerMarker(h.length) // the peer's writer waits for it
+			return
 		}
+		s.w.queuePong(h.length)
 		return
 	}
 	if h.flags&flagACK == 0 {

@@ -75,6 +75,18 @@ const remainderShare = 4
 // cut, one-stream bulk over TCP measured 5 % less.
 func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
 
+// refQueued tells whether a stream in the ring has a by-reference write
+// queued: bulk beside whatever else sends. One look per stream in the
+// ring, per batch.
+func (sc *scheduler) refQueued() bool {
+	for _, s := range sc.ring {
+		if s.q != nil && s.q.hasRef {
+			return true
+		}
+	}
+	return false
+}
+
 // refFits tells whether take would take a by-reference frame with room
 // bytes left in the in-flight budget (negative: no bound): any room for a
 // lone stream's whole frame, a cut's worth while frames are cut at the

@@ -51,6 +51,7 @@ type Stream struct {
 	reserved int        // bytes reserved from Config.Memory
 	memGone  bool       // removal released reserved; later growth releases its own
 	grownIn  bool       // in the session's set of grown streams
+	reading  bool       // a Read waits for data (handoff.go)
 	lend     *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
 	// mplex push-back (no flow control): the read loop waits for room.
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
@@ -159,12 +160,14 @@ func (s *Stream) Read(b []byte) (int, error) {
 		}
 		s.offerLocked(b)
 		wait := waitChan(&s.readWait)
+		s.reading = true
 		s.mu.Unlock()
 		select {
 		case <-wait:
 		case <-s.readDeadline.wait():
 		}
 		s.mu.Lock()
+		s.reading = false
 	}
 }
 
@@ -570,6 +573,7 @@ type admission uint8
 
 const (
 	admitOK             admission = iota
+	admitForReader                // admitted, and a Read waits for it (admitSmall)
 	admitWindowExceeded           // more than the credit granted: protocol error
 	admitAfterFIN                 // the peer already closed its side: protocol error
 	admitOverflow                 // no flow control and the buffer bound is reached: reset
@@ -666,34 +670,40 @@ func (s *Stream) receive(head, rest recvChunk) {
 
 // admitSmall is admit and receiveSmall under one lock, for a small frame
 // under flow control (Session.receiveBufferedSmall): the payload p is
-// buffered when the frame is admitted.
+// buffered when the frame is admitted, and admitForReader says a Read
+// waits for it.
 func (s *Stream) admitSmall(p []byte) admission {
 	s.mu.Lock()
 	if a := s.admitLocked(uint32(len(p))); a != admitOK {
 		s.mu.Unlock()
 		return a
 	}
-	s.receiveSmallAndUnlock(p)
+	if s.receiveSmallAndUnlock(p) {
+		return admitForReader
+	}
 	return admitOK
 }
 
 // receiveSmall is receive for a payload of at most maxSmallPayload bytes
-// that stays the caller's: it is copied into the stream's buffer.
-func (s *Stream) receiveSmall(p []byte) {
+// that stays the caller's: it is copied into the stream's buffer. It
+// reports whether a Read waits for it.
+func (s *Stream) receiveSmall(p []byte) bool {
 	s.mu.Lock()
-	s.receiveSmallAndUnlock(p)
+	return s.receiveSmallAndUnlock(p)
 }
 
 // receiveSmallAndUnlock is receiveSmall with mu held on entry; it releases
 // it.
-func (s *Stream) receiveSmallAndUnlock(p []byte) {
+func (s *Stream) receiveSmallAndUnlock(p []byte) (reader bool) {
 	if s.receivedLocked(len(p)) {
+		reader = s.reading
 		s.recv.pushSmall(p)
 		notify(s.readWait)
 		s.mu.Unlock()
-		return
+		return reader
 	}
 	s.consumedAndUnlock(uint32(len(p)))
+	return false
 }
 
 // receivedLocked accounts n bytes received and tells whether someone will

@@ -1,0 +1,361 @@
+package braid
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the busy read loop's hand-offs (handoff.go).
+
+// TestBulkTracker: bulk flows while a large frame was among the last
+// recentFrames, from several streams while two of those were for
+// different streams.
+func TestBulkTracker(t *testing.T) {
+	type frame struct {
+		n      uint64
+		stream uint32 // 0: not a large frame
+	}
+	cases := []struct {
+		name            string
+		frames          []frame
+		at              uint64
+		flowing, shared bool
+	}{
+		{"nothing yet", nil, 5, false, false},
+		{"one stream", []frame{{1, 1}, {3, 1}, {5, 1}}, 6, true, false},
+		{"two streams", []frame{{1, 1}, {2, 3}}, 3, true, true},
+		{"two streams, long ago", []frame{{1, 1}, {2, 3}}, 2 + recentFrames + 1, false, false},
+		{"the edge of the window", []frame{{1, 1}, {2, 3}}, 2 + recentFrames, true, true},
+		{"back to one stream", []frame{{1, 1}, {2, 3}, {40, 3}}, 41, true, false},
+	}
+	for _, c := range cases {
+		var b bulkTracker
+		for _, f := range c.frames {
+			b.large(f.n, f.stream)
+		}
+		require.Equal(t, c.flowing, b.flowing(c.at), "%s: flowing", c.name)
+		require.Equal(t, c.shared, b.shared(c.at), "%s: shared", c.name)
+	}
+}
+
+// countingConn counts its completed Writes.
+type countingConn struct {
+	net.Conn
+	written atomic.Int32
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(1)
+	return n, err
+}
+
+// TestAnswerMarkerAndWait: the read loop's wait for its pong ends once
+// the pong is written, before then only at its bound: a write that blocks
+// (a peer that stopped reading) holds the read loop no longer. While the
+// writer writes, the read loop doesn't wait at all.
+func TestAnswerMarkerAndWait(t *testing.T) {
+	c1, c2 := net.Pipe()
+	cc := &countingConn{Conn: c1}
+	gc := &gatedConn{Conn: cc}
+	w := newWriter(gc, yamuxCodec{}, DefaultConfig())
+	go w.run()
+	pongs := make(chan header, 4)
+	go func() {
+		var hdr [headerSize]byte
+		for {
+			if _, err := io.ReadFull(c2, hdr[:]); err != nil {
+				return
+			}
+			h, _ := decodeHeader(hdr[:])
+			pongs <- h
+		}
+	}()
+	t.Cleanup(func() {
+		gc.release()
+		w.close(false, io.ErrClosedPipe)
+		c1.Close()
+		c2.Close()
+		<-w.done
+	})
+	wantPong := func(id uint32) {
+		t.Helper()
+		select {
+		case h := <-pongs:
+			require.Equal(t, header{typ: typePing, flags: flagACK, length: id}, h)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no pong")
+		}
+	}
+	awaitIdle := func() {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.idle && !w.writing
+		}, 5*time.Second, 100*time.Microsecond, "writer idle")
+	}
+
+	// The writer is idle: the read loop waits until the pong is written.
+	pw := &pongWaiter{max: time.Minute}
+	awaitIdle()
+	before := cc.written.Load()
+	require.True(t, w.answerMarkerAndWait(markerFlag|1, pw), "waited")
+	require.Equal(t, before+1, cc.written.Load(), "the pong was written when the wait ended")
+	wantPong(markerFlag | 1)
+
+	// The pong's write blocks: the wait ends at its bound, and the writer
+	// no longer signals this wait.
+	awaitIdle()
+	gc.arm()
+	pw.max = time.Millisecond
+	require.True(t, w.answerMarkerAndWait(markerFlag|2, pw), "waited")
+	<-gc.entered // the write is at the gate
+	w.mu.Lock()
+	require.Nil(t, w.pongWaiter, "the wait that ended is forgotten")
+	w.mu.Unlock()
+
+	// The writer is writing: no wait.
+	require.False(t, w.answerMarkerAndWait(markerFlag|3, pw), "no wait while the writer writes")
+	gc.release()
+	wantPong(markerFlag | 2)
+	wantPong(markerFlag | 3)
+	select {
+	case <-pw.written:
+		t.Fatal("a signal for a wait that ended")
+	default:
+	}
+}
+
+// TestWriteBatchWritesAnAwaitedPong: on a conn without writev, a batch of
+// control frames alone keeps its partial record for the next batch, but
+// not one whose pong the read loop waits for: the writer signals the wait
+// when the batch is written, and the pong must be out by then.
+func TestWriteBatchWritesAnAwaitedPong(t *testing.T) {
+	for _, awaited := range []bool{false, true} {
+		c1, got := pipeSink(t)
+		w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, writeTimeout: time.Minute}
+		w.b.ctrl = w.codec.appendHeader(nil, header{typ: typePing, flags: flagACK, length: markerFlag | 1})
+		w.b.ctrlEnds = []int{len(w.b.ctrl)}
+		w.b.awaited = awaited
+		require.NoError(t, w.writeBatch())
+		kept := len(w.flat)
+		c1.Close()
+		written := len(<-got)
+		if awaited {
+			require.Zero(t, kept, "an awaited pong was kept")
+			require.Equal(t, headerSize, written)
+		} else {
+			require.Equal(t, headerSize, kept, "a partial record is kept for the next batch")
+			require.Zero(t, written)
+		}
+	}
+}
+
+// TestReceiveSmallReportsAWaitingRead: a small payload given to a stream
+// whose Read waits says so, so that a busy read loop lets that Read run;
+// one for a stream nobody reads from does not.
+func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
+	_, _, _, b := streamPair(t, nil)
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 8)
+		n, _ := b.Read(buf)
+		got <- buf[:n]
+	}()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.reading
+	}, 5*time.Second, 100*time.Microsecond, "the Read waits")
+	require.True(t, b.receiveSmall([]byte("x")), "a Read waits")
+	require.Equal(t, []byte("x"), <-got)
+	require.False(t, b.receiveSmall([]byte("y")), "no Read waits")
+}
+
+// TestWriterSharedDecryptBudget: while several streams send by reference
+// on a conn without writev with more than one P, the budget is at least
+// sharedDecryptInflight; with copied frames only, on a writev conn or at
+// one P it stays at minInflight.
+func TestWriterSharedDecryptBudget(t *testing.T) {
+	payload := make([]byte, 64<<10)
+	cases := []struct {
+		name             string
+		writev, parallel bool
+		byRef            bool
+		want             int
+	}{
+		{"TLS, bulk, two Ps", false, true, true, sharedDecryptInflight},
+		{"TLS, small messages, two Ps", false, true, false, minInflight},
+		{"TLS, bulk, one P", false, false, true, minInflight},
+		{"TCP, bulk, two Ps", true, true, true, minInflight},
+	}
+	for _, c := range cases {
+		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		var a, b streamSend
+		if c.byRef {
+			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+		} else {
+			w.sched.push(&a, header{typ: typeData, streamID: 1, length: 1}, []byte{1})
+			w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
+		}
+		require.True(t, w.hasWorkLocked(), c.name)
+		require.Equal(t, c.want, w.bound.budget, c.name)
+		w.stopMarkerTimer()
+	}
+}
+
+// tlsPair returns the two ends of a TLS 1.3 connection over loopback TCP,
+// with a certificate generated for the test.
+func tlsPair(t testing.TB) (*tls.Conn, *tls.Conn) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "braid.test"},
+		DNSNames:     []string{"braid.test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	c1, c2 := tcpPair(t)
+	t1 := tls.Client(c1, &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: "braid.test"})
+	t2 := tls.Server(c2, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}})
+	errc := make(chan error, 1)
+	go func() { errc <- t2.Handshake() }()
+	require.NoError(t, errors.Join(t1.Handshake(), <-errc))
+	return t1, t2
+}
+
+// streamByte is stream i's byte at offset n.
+func streamByte(i, n int) byte { return byte(i*31 + n*7 + n>>11) }
+
+// TestTLSBulkBesideSmallMessages: over TLS with two Ps, where the read
+// loop's hand-offs act (several bulk streams, their markers, a
+// request-response stream beside them), every stream's bytes arrive
+// whole and in order, and every round trip completes.
+func TestTLSBulkBesideSmallMessages(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // before the sessions start: they fix it then
+	t1, t2 := tlsPair(t)
+	client, server := sessionPairOver(t, t1, t2, nil)
+	awaitRTT(t, client, server)
+	const (
+		bulkStreams = 4
+		bulkBytes   = 4 << 20
+		writeSize   = 64 << 10
+		roundTrips  = 300
+	)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*bulkStreams+2)
+	for i := range bulkStreams {
+		st, err := client.OpenStream(ctx)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, writeSize)
+			for off := 0; off < bulkBytes; off += writeSize {
+				for j := range buf {
+					buf[j] = streamByte(i, off+j)
+				}
+				if _, err := st.Write(buf); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- st.CloseWrite()
+		}()
+	}
+	ping, err := client.OpenStream(ctx)
+	require.NoError(t, err)
+	_, err = ping.Write([]byte{0}) // the server accepts it after the bulk streams
+	require.NoError(t, err)
+	for range bulkStreams + 1 {
+		st, err := server.AcceptStream()
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := int(st.ID()-1) / 2 // the client's streams are 1, 3, 5...
+			if i == bulkStreams {   // the ping stream: echo
+				buf := make([]byte, 64)
+				if _, err := io.ReadFull(st, buf[:1]); err != nil {
+					errs <- err
+					return
+				}
+				for {
+					if _, err := io.ReadFull(st, buf); err != nil {
+						if err != io.EOF {
+							errs <- err
+						}
+						return
+					}
+					if _, err := st.Write(buf); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			got, err := io.ReadAll(st)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if len(got) != bulkBytes {
+				errs <- fmt.Errorf("stream %d: %d bytes, want %d", i, len(got), bulkBytes)
+				return
+			}
+			for n, c := range got {
+				if c != streamByte(i, n) {
+					errs <- fmt.Errorf("stream %d: byte %d differs", i, n)
+					return
+				}
+			}
+		}()
+	}
+	msg, reply := make([]byte, 64), make([]byte, 64)
+	for r := range roundTrips {
+		for j := range msg {
+			msg[j] = byte(r + j)
+		}
+		_, err := ping.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(ping, reply)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(msg, reply), "round trip %d", r)
+	}
+	require.NoError(t, ping.CloseWrite())
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
