@@ -122,54 +122,57 @@ func benchBulk(b *testing.B, c contenders.Contender) {
 	}
 }
 
-// BenchmarkSmallMessages: 100 streams each writing 64 B messages; one op is
+// BenchmarkSmallMessages: 100 streams each writing 64 B messages, on TCP
+// and over TLS; one op is
 // one message. Reports msgs/s and conn writes per message.
 func BenchmarkSmallMessages(b *testing.B) {
-	for _, c := range anchors() {
-		b.Run("impl="+c.Name, func(b *testing.B) {
-			p := newPair(b, c)
-			client := p.Client
-			streams := make([][2]contenders.Stream, smallStreams)
-			for i := range streams {
-				cs, ss := openPair(b, p)
-				streams[i] = [2]contenders.Stream{cs, ss}
-			}
-			msg := make([]byte, smallMsgSize)
-			b.SetBytes(smallMsgSize)
-			b.ReportAllocs()
-			writes0 := client.Writes()
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			done := make(chan error, smallStreams)
-			for i := range streams {
-				share := b.N / smallStreams
-				if i < b.N%smallStreams {
-					share++
+	for _, t := range transports() {
+		for _, c := range anchors() {
+			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) {
+				p := newPair(b, t.over(c))
+				client := p.Client
+				streams := make([][2]contenders.Stream, smallStreams)
+				for i := range streams {
+					cs, ss := openPair(b, p)
+					streams[i] = [2]contenders.Stream{cs, ss}
 				}
-				go drain(streams[i][1], int64(share)*smallMsgSize, done)
-				wg.Add(1)
-				go func(s contenders.Stream, share int) {
-					defer wg.Done()
-					for j := 0; j < share; j++ {
-						if _, err := s.Write(msg); err != nil {
-							b.Error(err)
-							return
-						}
+				msg := make([]byte, smallMsgSize)
+				b.SetBytes(smallMsgSize)
+				b.ReportAllocs()
+				writes0 := client.Writes()
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				done := make(chan error, smallStreams)
+				for i := range streams {
+					share := b.N / smallStreams
+					if i < b.N%smallStreams {
+						share++
 					}
-				}(streams[i][0], share)
-			}
-			wg.Wait()
-			for range streams {
-				if err := <-done; err != nil {
-					b.Fatal(err)
+					go drain(streams[i][1], int64(share)*smallMsgSize, done)
+					wg.Add(1)
+					go func(s contenders.Stream, share int) {
+						defer wg.Done()
+						for j := 0; j < share; j++ {
+							if _, err := s.Write(msg); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}(streams[i][0], share)
 				}
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
-			b.ReportMetric(float64(client.Writes()-writes0)/float64(b.N), "writes/msg")
-		})
+				wg.Wait()
+				for range streams {
+					if err := <-done; err != nil {
+						b.Fatal(err)
+					}
+				}
+				elapsed := time.Since(start)
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+				b.ReportMetric(float64(client.Writes()-writes0)/float64(b.N), "writes/msg")
+			})
+		}
 	}
 }
 
