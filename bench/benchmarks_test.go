@@ -123,8 +123,8 @@ func benchBulk(b *testing.B, c contenders.Contender) {
 }
 
 // BenchmarkSmallMessages: 100 streams each writing 64 B messages, on TCP
-// and over TLS; one op is
-// one message. Reports msgs/s and conn writes per message.
+// and over TLS; one op is one message. Reports msgs/s and conn writes per
+// message.
 func BenchmarkSmallMessages(b *testing.B) {
 	for _, t := range transports() {
 		for _, c := range anchors() {
