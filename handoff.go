@@ -36,8 +36,10 @@ import (
 //     stream (notifications) the same wait cost 15 %, as its one reader
 //     then waits behind the read loop.
 //
-// All three are the read loop's (owner of bulkTracker and pongWaiter);
-// the writer's side of the wait is two fields under writer.mu.
+// All three are the read loop's (owner of bulkTracker and pongWaiter).
+// The writer's side of the wait is writer.pongWaiter, under writer.mu,
+// and batch.awaited, run's own: set as the batch is taken, read as it is
+// written and completed.
 
 const (
 	// recentFrames is the read loop's window on the frames it read: bulk

@@ -3,16 +3,9 @@ package braid
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"runtime"
 	"sync"
@@ -20,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/internal/tlstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -228,29 +222,11 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 // with a certificate generated for the test.
 func tlsPair(t testing.TB) (*tls.Conn, *tls.Conn) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	sec, err := tlstest.New()
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "braid.test"},
-		DNSNames:     []string{"braid.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
 	c1, c2 := tcpPair(t)
-	t1 := tls.Client(c1, &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: "braid.test"})
-	t2 := tls.Server(c2, &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}})
-	errc := make(chan error, 1)
-	go func() { errc <- t2.Handshake() }()
-	require.NoError(t, errors.Join(t1.Handshake(), <-errc))
+	t1, t2, err := sec.Pair(c1, c2)
+	require.NoError(t, err)
 	return t1, t2
 }
 

@@ -51,11 +51,15 @@ const (
 	// than one P: four 64 KiB frames. There the peer's read loop decrypts
 	// and seldom parks, and a pong reaches this side's read loop only once
 	// a P runs out of other work (~20 µs under load, a trace showed, 50 at
-	// the 90th percentile); three frames in flight left the peer's read
-	// loop waiting for data a third of the time. Beside 10 bulk streams
-	// over TLS at GOMAXPROCS 2, interleaved runs (12 each): bulk 1,882
-	// against 1,700 MB/s with minInflight, the ping's p50 88 against 72
-	// µs. A budget between three and four frames cuts frames at the room
+	// the 90th percentile), and for that long the writer that waits for
+	// it sends nothing: with fewer frames in flight the peer's read loop
+	// runs out of data first (a trace, even at four frames, had it
+	// waiting for data ~30 % of the run, tracing included). Beside 10 bulk streams
+	// over TLS at GOMAXPROCS 2, with the read loop's yield to the ping's
+	// Read and its pong written at once (12 interleaved runs each): bulk
+	// 1,884 against 1,726 MB/s with minInflight, the ping's p50 85.5
+	// against 70.2 µs; with the wait for the pong (handoff.go), bulk 1,893
+	// MB/s at four frames. A budget between three and four frames cuts frames at the room
 	// and measured worse than either (224, 240, 248 KiB: 1,668-1,728
 	// MB/s, p50 90-96 µs); frames of 32 KiB, worse at every budget (bulk
 	// 1,725-1,750). Only with by-reference frames queued: 100 streams of

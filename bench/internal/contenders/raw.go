@@ -97,7 +97,7 @@ func (r *rawClient) Open(ctx context.Context) (Stream, error) {
 	r.track(sc)
 	var cc, ac halfCloser = c.(*net.TCPConn), sc.(*net.TCPConn)
 	if r.sec != nil {
-		if cc, ac, err = r.sec.pair(c, sc); err != nil {
+		if cc, ac, err = r.sec.Pair(c, sc); err != nil {
 			return nil, err
 		}
 	}
