@@ -624,7 +624,7 @@ func (w *writer) hasWorkLocked() bool {
 	if !w.sched.busy() {
 		return false
 	}
-	w.sizeBudgetLocked(!w.sched.cutsAtRoom(), w.sched.loneLargeFrame())
+	w.sizeBudgetLocked(!w.sched.cutsAtRoom())
 	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
 		return true
 	}
@@ -634,19 +634,21 @@ func (w *writer) hasWorkLocked() bool {
 }
 
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
-// batch or an inline write): lone tells whether one stream alone sends,
-// largeFrame whether its next frame is larger than a batch frame can be
-// (scheduler.isLoneLarge). The hold applies while several streams send on
-// a writev conn, the lone budget with more than one P but not for a writev
-// conn's large frames, which are lent whole, and sharedDecryptInflight
-// while several streams send by reference on a conn whose peer's read
-// loop is busy (inflight.go). mu held.
-func (w *writer) sizeBudgetLocked(lone, largeFrame bool) {
+// batch or an inline write): lone tells whether one stream alone sends.
+// The hold applies while several streams send on a writev conn; a lone
+// stream gets loneParallelScale budgets with more than one P, and on a
+// writev conn at least loneWritevInflight at every P; several streams
+// sending by reference on a conn whose peer's read loop is busy get at
+// least sharedDecryptInflight (inflight.go). mu held.
+func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
-	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel && !(w.writev && largeFrame))
-	if !lone && w.busyReadLoop() && w.sched.refQueued() {
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel)
+	switch {
+	case lone && w.writev:
+		w.bound.atLeast(loneWritevInflight)
+	case !lone && w.busyReadLoop() && w.sched.refQueued():
 		w.bound.atLeast(sharedDecryptInflight)
 	}
 }

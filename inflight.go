@@ -78,19 +78,32 @@ const (
 	// notifications of 256 KiB x1.19 (6 of 6) and 64 KiB x1.07, the ping
 	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
 	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
-	// (4 of 10 above). Not on a writev conn while the lone stream's
-	// frames are larger than a batch can make them (a lone stream's 256
-	// KiB frames, scheduler.loneLargeFrame): such a frame goes into a
-	// waiting Read's buffer whole, in one system call (lend.go), and a
-	// pipeline of them keeps the Read from waiting (lent bytes fell from
-	// nearly all to a quarter); with one budget 256 KiB notifications
-	// measured x1.17 (8 of 10) against four.
+	// (4 of 10 above). On a writev conn loneWritevInflight replaces it.
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there
 	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
 	// colder caches).
 	loneParallelScale = 4
+	// loneWritevInflight is the least budget while one stream alone
+	// sends on a conn with writev (TCP), at every P: 1 MiB, four of a
+	// lone stream's largest frames (maxLoneBatches batches). There the
+	// kernel holds at most notSentLowat unsent, and what waits behind the
+	// lone stream's bytes in flight is a frame of a stream that starts
+	// meanwhile (from the next batch on the ring holds two streams and
+	// the budget is one): 1 MiB is ~0.5 ms at 2 GB/s. On the 2-core AMD
+	// EPYC VM of session 11, where a system call and a wake-up cost more
+	// than on the Intel VM of sessions 9 and 10, the marker's round trip
+	// limited one stream: with one budget at GOMAXPROCS 1 (and one for
+	// 256 KiB frames at 2) one-stream bulk and notifications ran at
+	// 0.7-0.9x go-yamux. Interleaved runs there, one budget or four
+	// against 1 MiB: bulk 1,332 and 1,688 against 1,767 and 1,799 MB/s
+	// (P=1, P=2), 64 KiB notifications 23.2k and 24.7k against 27.4k and
+	// 26.2k msgs/s, 256 KiB 5.3k and 4.2k against 8.3k and 7.9k; 512 KiB
+	// measured between, 4 MiB no better but at P=2. Earlier sessions had
+	// measured four budgets at one P as x0.72 on TCP on an Intel VM
+	// (longer bursts, colder caches), where braid ran at 3-6x go-yamux.
+	loneWritevInflight = 1 << 20
 	// inflightRate is the rate the budget covers a round trip of:
 	// 10 Gbit/s. Faster paths with long round trips are limited to
 	// budget/RTT.

@@ -147,7 +147,7 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
 		w.refreshLoneFrameLocked()
 		n := w.sched.refFrameLen(len(payload))
-		w.sizeBudgetLocked(true, w.sched.isLoneLarge(n))
+		w.sizeBudgetLocked(true)
 		room := w.bound.refRoom()
 		if room == 0 {
 			break // the writer waits for the marker's pong

@@ -111,20 +111,6 @@ func (sc *scheduler) copyRoom() int {
 	return copySlack + sc.loneFrame + headerSize
 }
 
-// loneLargeFrame tells whether the ring's first stream's next frame is a
-// by-reference one that only a lone stream's rule makes (isLoneLarge).
-func (sc *scheduler) loneLargeFrame() bool {
-	if len(sc.ring) == 0 || !sc.ring[0].q.hasRef {
-		return false
-	}
-	return sc.isLoneLarge(sc.refFrameLen(len(sc.ring[0].q.ref.rest)))
-}
-
-// isLoneLarge tells whether a frame of n payload bytes is larger than a
-// frame of one batch and its remainder (refFrameLen) can be: one that
-// only a lone stream's rule makes.
-func (sc *scheduler) isLoneLarge(n int) bool { return n > sc.frameMax+sc.frameMax/remainderShare }
-
 // busy reports whether any stream has frames queued.
 func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
 

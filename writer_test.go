@@ -367,8 +367,9 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // round trip runs beside the writes, a lone stream's budget is
 // loneParallelScale times larger; once a second stream sends it is back to
 // one budget (sharedDecryptInflight's, on this conn without writev), and
-// with one P it never grows; nor on a writev conn for a lone stream's
-// frames of more than a batch.
+// with one P it never grows. On a writev conn a lone stream's budget is
+// at least loneWritevInflight at every P, whatever its frames' size, and
+// back to one budget once a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -391,22 +392,19 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		w.stopMarkerTimer()
 	}
 
-	// On a writev conn, a lone stream whose frames the lone rule makes
-	// larger than a batch keeps one budget: each frame can go into a
-	// waiting Read's buffer whole.
-	for _, writev := range []bool{true, false} {
-		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: true}
-		w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
-		var a streamSend
-		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, 256<<10))
-		require.True(t, w.sched.loneLargeFrame())
-		require.True(t, w.hasWorkLocked())
-		want := minInflight * loneParallelScale
-		if writev {
-			want = minInflight
+	for _, parallel := range []bool{true, false} {
+		for _, size := range []int{64 << 10, 256 << 10} {
+			w := &writer{codec: yamuxCodec{}, writev: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
+			w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
+			var a, b streamSend
+			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
+			require.True(t, w.hasWorkLocked())
+			require.Equal(t, loneWritevInflight, w.bound.budget, "writev, a lone stream's %d-byte writes, parallel %v", size, parallel)
+			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+			require.True(t, w.hasWorkLocked())
+			require.Equal(t, minInflight, w.bound.budget, "writev, two streams, parallel %v", parallel)
+			w.stopMarkerTimer()
 		}
-		require.Equal(t, want, w.bound.budget, "a lone stream's large frames, writev %v", writev)
-		w.stopMarkerTimer()
 	}
 }
 
@@ -525,11 +523,11 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: &pathState{}}
 	f := &w.bound
-	w.sizeBudgetLocked(false, false)
+	w.sizeBudgetLocked(false)
 	require.Zero(t, f.budget, "no pong yet: no bound")
 	const first = 2 * time.Millisecond // 2.5 MB at inflightRate
 	w.path.rttSample(first, time.Now())
-	w.sizeBudgetLocked(false, false)
+	w.sizeBudgetLocked(false)
 	require.Equal(t, int(first.Seconds()*inflightRate), f.budget)
 	f.took(f.budget / markersPerBudget)
 	id := f.mark()
@@ -538,7 +536,7 @@ func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
 	rtt := w.path.leastRTT()
 	require.Less(t, rtt, first)
 	require.GreaterOrEqual(t, rtt, 50*time.Microsecond)
-	w.sizeBudgetLocked(false, false)
+	w.sizeBudgetLocked(false)
 	require.Equal(t, minInflight, f.budget, "the budget is back at its floor")
 	f.took(f.budget / markersPerBudget)
 	id = f.mark()
