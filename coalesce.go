@@ -116,6 +116,9 @@ type writer struct {
 	// (segment.go); it belongs to whoever writes the conn, as
 	// deadlineRenew does.
 	seg segmentTail
+	// cork is the TCP socket under a conn without writev, corked around
+	// run's batches of by-reference frames (cork.go); run's.
+	cork recordCork
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -182,7 +185,12 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		w.smallMax = min(refThreshold-1, cfg.MaxBatchBytes)
 	}
 	w.sched.merge = w.coalesce // see mergeSmallFrames
-	setNotSentLowat(conn, notSentLowat)
+	if w.coalesce && !w.writev {
+		w.cork = newRecordCork(conn)
+	}
+	if !w.cork.active() {
+		setNotSentLowat(conn, notSentLowat) // not under a cork: see cork.go
+	}
 	if w.coalesce && w.writev {
 		w.seg = newSegmentTail(conn)
 	}
@@ -473,7 +481,11 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
+			corked := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs)) && w.cork.set(true)
 			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took && len(b.tail) == 0 && !b.awaited)
+			if corked {
+				w.cork.set(false)
+			}
 		}
 	} else {
 		err = w.writeEach(b)

@@ -12,6 +12,19 @@ import (
 // the connection-level in-flight bound (inflight.go) does the job. It
 // reports whether the option was set.
 func setNotSentLowat(c net.Conn, n int) bool {
+	return socketUnder(c).setInt(tcpNotSentLowat, n)
+}
+
+// tcpSocket is the TCP socket of a conn, for its options; the zero value
+// reaches none.
+type tcpSocket struct {
+	raw syscall.RawConn
+}
+
+// socketUnder returns the TCP socket of c: c's own if c is a
+// *net.TCPConn, or that of the conn under it, followed through NetConn
+// methods (crypto/tls) at most maxUnwrap deep.
+func socketUnder(c net.Conn) tcpSocket {
 	for range maxUnwrap {
 		nc, ok := c.(interface{ NetConn() net.Conn })
 		if !ok {
@@ -21,17 +34,38 @@ func setNotSentLowat(c net.Conn, n int) bool {
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return false
+		return tcpSocket{}
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
+		return tcpSocket{}
+	}
+	return tcpSocket{raw: raw}
+}
+
+// ok tells whether s reaches a socket.
+func (s tcpSocket) ok() bool { return s.raw != nil }
+
+// setInt sets the IPPROTO_TCP option opt to v; it reports whether it did.
+func (s tcpSocket) setInt(opt, v int) bool {
+	if s.raw == nil {
 		return false
 	}
 	var serr error
-	err = raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotSentLowat, n)
+	err := s.raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, opt, v)
 	})
 	return err == nil && serr == nil
+}
+
+// setCork sets (on) or clears TCP_CORK: while it is set the kernel sends
+// only full segments, and clearing it sends what is held at once.
+func (s tcpSocket) setCork(on bool) bool {
+	v := 0
+	if on {
+		v = 1
+	}
+	return s.setInt(syscall.TCP_CORK, v)
 }
 
 // tcpNotSentLowat is TCP_NOTSENT_LOWAT in linux/tcp.h, the same on every

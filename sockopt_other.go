@@ -11,3 +11,15 @@ func setNotSentLowat(net.Conn, int) bool { return false }
 // tcpSegmentSize is 0 where TCP_MAXSEG is not read: writes are not cut to
 // whole segments (segment.go).
 func tcpSegmentSize(net.Conn) int { return 0 }
+
+// tcpSocket reaches no socket where its options are not known.
+type tcpSocket struct{}
+
+// socketUnder reaches no socket here.
+func socketUnder(net.Conn) tcpSocket { return tcpSocket{} }
+
+// ok is false: no socket is reached here.
+func (tcpSocket) ok() bool { return false }
+
+// setCork does nothing here.
+func (tcpSocket) setCork(bool) bool { return false }

@@ -1,0 +1,116 @@
+package braid
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// tcpInfoDataSegsOut is the offset of tcpi_data_segs_out (a __u32) in
+// struct tcp_info (linux/tcp.h, Linux 4.6 and later).
+const tcpInfoDataSegsOut = 156
+
+// tcpSockopt reads an IPPROTO_TCP option of c's socket into buf and
+// returns its length.
+func tcpSockopt(t *testing.T, c *net.TCPConn, opt int, buf []byte) int {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	require.NoError(t, err)
+	n := uint32(len(buf))
+	var errno syscall.Errno
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, uintptr(opt),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+	}))
+	require.Zero(t, errno, "getsockopt %d", opt)
+	return int(n)
+}
+
+// dataSegmentsOut is the count of data segments c's socket has sent.
+func dataSegmentsOut(t *testing.T, c *net.TCPConn) int {
+	t.Helper()
+	var info [512]byte
+	n := tcpSockopt(t, c, syscall.TCP_INFO, info[:])
+	require.GreaterOrEqual(t, n, tcpInfoDataSegsOut+4, "tcp_info without tcpi_data_segs_out (Linux 4.6 and later)")
+	return int(binary.NativeEndian.Uint32(info[tcpInfoDataSegsOut:]))
+}
+
+// tcpOption reads an int IPPROTO_TCP option of c's socket.
+func tcpOption(t *testing.T, c *net.TCPConn, opt int) int {
+	t.Helper()
+	var v [4]byte
+	require.Equal(t, 4, tcpSockopt(t, c, opt, v[:]))
+	return int(binary.NativeEndian.Uint32(v[:]))
+}
+
+// TestRecordCorkWholeSegments: over TLS on loopback TCP, a stream's 64
+// KiB writes leave the socket as segments of several records (the writer
+// corks each batch of by-reference frames), not one segment or more per
+// 16 KiB record; the socket is never left corked, every byte arrives in order,
+// and a conn under a cork gets no TCP_NOTSENT_LOWAT, where plain TCP
+// does.
+func TestRecordCorkWholeSegments(t *testing.T) {
+	t1, t2 := tlsPair(t)
+	client, server := sessionPairOver(t, t1, t2, nil)
+	awaitRTT(t, client, server)
+	sock := t1.NetConn().(*net.TCPConn)
+	require.True(t, client.w.cork.active(), "a TLS conn over TCP is corked")
+	require.Zero(t, tcpOption(t, sock, tcpNotSentLowat), "no low-water mark under a cork")
+
+	const (
+		writes    = 32
+		writeSize = 64 << 10
+	)
+	st, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		peer, err := server.AcceptStream()
+		if err != nil {
+			done <- err
+			return
+		}
+		got := make([]byte, writes*writeSize)
+		if _, err := io.ReadFull(peer, got); err != nil {
+			done <- err
+			return
+		}
+		for i, b := range got {
+			if b != streamByte(0, i) {
+				done <- io.ErrUnexpectedEOF
+				return
+			}
+		}
+		done <- nil
+	}()
+	before := dataSegmentsOut(t, sock)
+	buf := make([]byte, writeSize)
+	for w := range writes {
+		for j := range buf {
+			buf[j] = streamByte(0, w*writeSize+j)
+		}
+		_, err := st.Write(buf)
+		require.NoError(t, err)
+	}
+	require.NoError(t, <-done, "the bytes arrive whole and in order")
+	segments := dataSegmentsOut(t, sock) - before
+	records := writes * writeSize / recordSize
+	t.Logf("%d data segments for %d records", segments, records)
+	// Uncorked, every record is a segment or more (144-154 here, with
+	// the markers' records); corked, a batch of four records leaves as a
+	// full segment and the rest (loopback's MSS is 65,483): 80-85, and 94
+	// under the race detector.
+	require.Less(t, segments, records, "records leave merged into segments")
+	require.Zero(t, tcpOption(t, sock, syscall.TCP_CORK), "the socket is not left corked")
+
+	c1, c2 := tcpPair(t)
+	plain, _ := sessionPairOver(t, c1, c2, nil)
+	require.False(t, plain.w.cork.active(), "a TCP conn has writev: no cork")
+	require.Equal(t, notSentLowat, tcpOption(t, c1.(*net.TCPConn), tcpNotSentLowat))
+}
