@@ -33,7 +33,7 @@ import "net"
 // It belongs to run, which alone writes batches of by-reference frames on
 // such a conn.
 type recordCork struct {
-	sock tcpSocket
+	setCork func(on bool) bool // nil: no socket; see tcpSocket.corker
 }
 
 // newRecordCork returns the cork of conn: the TCP socket under it when
@@ -43,11 +43,11 @@ func newRecordCork(conn net.Conn) recordCork {
 	if _, ok := conn.(interface{ NetConn() net.Conn }); !ok {
 		return recordCork{}
 	}
-	return recordCork{sock: socketUnder(conn)}
+	return recordCork{setCork: socketUnder(conn).corker()}
 }
 
 // active tells whether the cork reaches a socket.
-func (k recordCork) active() bool { return k.sock.ok() }
+func (k recordCork) active() bool { return k.setCork != nil }
 
 // worth tells whether a batch of n bytes, with refs by-reference frames,
 // is corked: by-reference frames spanning two records or more.
@@ -55,5 +55,6 @@ func (k recordCork) worth(n, refs int) bool {
 	return k.active() && refs > 0 && n >= 2*recordSize
 }
 
-// set corks (on) or uncorks the socket; it reports whether it did.
-func (k recordCork) set(on bool) bool { return k.sock.setCork(on) }
+// set corks (on) or uncorks the socket; it reports whether it did. It
+// does not allocate (TestRecordCorkAllocates).
+func (k recordCork) set(on bool) bool { return k.setCork(on) }

@@ -114,3 +114,17 @@ func TestRecordCorkWholeSegments(t *testing.T) {
 	require.False(t, plain.w.cork.active(), "a TCP conn has writev: no cork")
 	require.Equal(t, notSentLowat, tcpOption(t, c1.(*net.TCPConn), tcpNotSentLowat))
 }
+
+// TestRecordCorkAllocates: corking and uncorking the socket under a TLS
+// conn, twice a batch, allocates nothing.
+func TestRecordCorkAllocates(t *testing.T) {
+	t1, _ := tlsPair(t)
+	k := newRecordCork(t1)
+	require.True(t, k.active())
+	allocs := testing.AllocsPerRun(100, func() {
+		require.True(t, k.set(true))
+		require.True(t, k.set(false))
+	})
+	require.Zero(t, allocs)
+	require.Zero(t, tcpOption(t, t1.NetConn().(*net.TCPConn), syscall.TCP_CORK))
+}

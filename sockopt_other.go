@@ -18,8 +18,5 @@ type tcpSocket struct{}
 // socketUnder reaches no socket here.
 func socketUnder(net.Conn) tcpSocket { return tcpSocket{} }
 
-// ok is false: no socket is reached here.
-func (tcpSocket) ok() bool { return false }
-
-// setCork does nothing here.
-func (tcpSocket) setCork(bool) bool { return false }
+// corker is nil: no socket is reached here.
+func (tcpSocket) corker() func(on bool) bool { return nil }
