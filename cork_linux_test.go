@@ -16,45 +16,38 @@ import (
 // struct tcp_info (linux/tcp.h, Linux 4.6 and later).
 const tcpInfoDataSegsOut = 156
 
-// tcpSockopt reads an IPPROTO_TCP option of c's socket into buf and
-// returns its length.
-func tcpSockopt(t *testing.T, c *net.TCPConn, opt int, buf []byte) int {
+// dataSegmentsOut is the count of data segments c's socket has sent
+// (tcp_info, which no syscall wrapper reads).
+func dataSegmentsOut(t *testing.T, c *net.TCPConn) int {
 	t.Helper()
 	raw, err := c.SyscallConn()
 	require.NoError(t, err)
-	n := uint32(len(buf))
+	var info [512]byte
+	n := uint32(len(info))
 	var errno syscall.Errno
 	require.NoError(t, raw.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, uintptr(opt),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
+			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&n)), 0)
 	}))
-	require.Zero(t, errno, "getsockopt %d", opt)
-	return int(n)
-}
-
-// dataSegmentsOut is the count of data segments c's socket has sent.
-func dataSegmentsOut(t *testing.T, c *net.TCPConn) int {
-	t.Helper()
-	var info [512]byte
-	n := tcpSockopt(t, c, syscall.TCP_INFO, info[:])
-	require.GreaterOrEqual(t, n, tcpInfoDataSegsOut+4, "tcp_info without tcpi_data_segs_out (Linux 4.6 and later)")
+	require.Zero(t, errno, "getsockopt TCP_INFO")
+	require.GreaterOrEqual(t, int(n), tcpInfoDataSegsOut+4, "tcp_info without tcpi_data_segs_out (Linux 4.6 and later)")
 	return int(binary.NativeEndian.Uint32(info[tcpInfoDataSegsOut:]))
 }
 
 // tcpOption reads an int IPPROTO_TCP option of c's socket.
 func tcpOption(t *testing.T, c *net.TCPConn, opt int) int {
 	t.Helper()
-	var v [4]byte
-	require.Equal(t, 4, tcpSockopt(t, c, opt, v[:]))
-	return int(binary.NativeEndian.Uint32(v[:]))
+	v, ok := socketUnder(c).getInt(opt)
+	require.True(t, ok, "getsockopt %d", opt)
+	return v
 }
 
 // TestRecordCorkWholeSegments: over TLS on loopback TCP, a stream's 64
 // KiB writes leave the socket as segments of several records (the writer
 // corks each batch of by-reference frames), not one segment or more per
-// 16 KiB record; the socket is never left corked, every byte arrives in order,
-// and a conn under a cork gets no TCP_NOTSENT_LOWAT, where plain TCP
-// does.
+// 16 KiB record; the socket is never left corked, every byte arrives in
+// order, and a conn under a cork gets no TCP_NOTSENT_LOWAT, where plain
+// TCP does.
 func TestRecordCorkWholeSegments(t *testing.T) {
 	t1, t2 := tlsPair(t)
 	client, server := sessionPairOver(t, t1, t2, nil)

@@ -78,7 +78,8 @@ const (
 	// notifications of 256 KiB x1.19 (6 of 6) and 64 KiB x1.07, the ping
 	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
 	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
-	// (4 of 10 above). On a writev conn loneWritevInflight replaces it.
+	// (4 of 10 above). On a writev conn the lone budget is also at least
+	// loneWritevInflight, at every P.
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there
@@ -93,7 +94,7 @@ const (
 	// meanwhile (from the next batch on the ring holds two streams and
 	// the budget is one): 1 MiB is ~0.5 ms at 2 GB/s. On the 2-core AMD
 	// EPYC VM of session 11, where a system call and a wake-up cost more
-	// than on the Intel VM of sessions 9 and 10, the marker's round trip
+	// than on the Intel VMs of sessions 1-10, the marker's round trip
 	// limited one stream: with one budget at GOMAXPROCS 1 (and one for
 	// 256 KiB frames at 2) one-stream bulk and notifications ran at
 	// 0.7-0.9x go-yamux. Interleaved runs there, one budget or four

@@ -55,6 +55,18 @@ func (s tcpSocket) setInt(opt, v int) bool {
 	return err == nil && serr == nil
 }
 
+// getInt reads the IPPROTO_TCP option opt; ok is false if it could not.
+func (s tcpSocket) getInt(opt int) (v int, ok bool) {
+	if s.raw == nil {
+		return 0, false
+	}
+	var serr error
+	err := s.raw.Control(func(fd uintptr) {
+		v, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, opt)
+	})
+	return v, err == nil && serr == nil
+}
+
 // corker returns a function that sets (on) or clears TCP_CORK on s and
 // reports whether it did, or nil if s reaches no socket. While TCP_CORK
 // is set the kernel sends only full segments; clearing it sends what is
@@ -81,25 +93,18 @@ func (s tcpSocket) corker() func(on bool) bool {
 // architecture (the syscall package has it only for some).
 const tcpNotSentLowat = 25
 
-// maxUnwrap bounds the NetConn chain setNotSentLowat follows.
+// maxUnwrap bounds the NetConn chain socketUnder follows.
 const maxUnwrap = 4
 
 // tcpSegmentSize returns c's MSS (TCP_MAXSEG) if c is a *net.TCPConn, or
 // 0: a conn that wraps one may not write what it is given as one write,
 // and a conn without writev writes records (writeFlat), not segments.
 func tcpSegmentSize(c net.Conn) int {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
+	if _, ok := c.(*net.TCPConn); !ok {
 		return 0
 	}
-	raw, err := tc.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	mss, serr := 0, error(nil)
-	if err := raw.Control(func(fd uintptr) {
-		mss, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG)
-	}); err != nil || serr != nil || mss <= 0 {
+	mss, ok := socketUnder(c).getInt(syscall.TCP_MAXSEG)
+	if !ok || mss <= 0 {
 		return 0
 	}
 	return mss
