@@ -185,8 +185,8 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		w.smallMax = min(refThreshold-1, cfg.MaxBatchBytes)
 	}
 	w.sched.merge = w.coalesce // see mergeSmallFrames
-	if w.coalesce && !w.writev {
-		w.cork = newRecordCork(conn)
+	if w.coalesce && !w.writev && !w.parallel {
+		w.cork = newRecordCork(conn) // at one P only: see cork.go
 	}
 	if !w.cork.active() {
 		setNotSentLowat(conn, notSentLowat) // not under a cork: see cork.go
@@ -658,7 +658,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel)
 	switch {
-	case lone && w.writev:
+	case lone && w.writev && w.parallel:
 		w.bound.atLeast(loneWritevInflight)
 	case !lone && w.busyReadLoop() && w.sched.refQueued():
 		w.bound.atLeast(sharedDecryptInflight)

@@ -14,6 +14,17 @@ import "net"
 // for 655 MB (braid) against 13,584 (raw TLS), and each write system call
 // cost twice raw's: the kernel's per-segment work, not the bytes.
 //
+// Only at one P (session 12, Intel VM, 4 interleaved rounds): there the
+// two ends take turns on one core, and merged records save the kernel's
+// per-segment work and nothing else (TLS bulk 1,717 against 1,595 MB/s
+// uncorked, 64 KiB notifications 29.2k against 27.3k). With more than one
+// P the peer decrypts a record while this side encrypts the next, and
+// holding records back until the batch is written cost that overlap:
+// bulk 1,358 against 2,019 MB/s, 64 KiB notifications 25.0k against 35.3k,
+// the ping beside bulk p50 130 against 100 µs. There the conn gets
+// TCP_NOTSENT_LOWAT as plain TCP does. (On session 11's AMD VM the cork
+// had helped at two P too; the trade is recorded in docs/design.md.)
+//
 // So on a conn without writev whose security layer exposes the TCP
 // socket under it (tls.Conn.NetConn), the writer corks the socket
 // (TCP_CORK) around a batch of by-reference frames that spans two records

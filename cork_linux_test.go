@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -49,6 +50,7 @@ func tcpOption(t *testing.T, c *net.TCPConn, opt int) int {
 // order, and a conn under a cork gets no TCP_NOTSENT_LOWAT, where plain
 // TCP does.
 func TestRecordCorkWholeSegments(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the cork is for one P: sessions fix it as they start
 	t1, t2 := tlsPair(t)
 	client, server := sessionPairOver(t, t1, t2, nil)
 	awaitRTT(t, client, server)
@@ -101,6 +103,12 @@ func TestRecordCorkWholeSegments(t *testing.T) {
 	// under the race detector.
 	require.Less(t, segments, records, "records leave merged into segments")
 	require.Zero(t, tcpOption(t, sock, syscall.TCP_CORK), "the socket is not left corked")
+
+	runtime.GOMAXPROCS(2)
+	p1, p2 := tlsPair(t)
+	parallel, _ := sessionPairOver(t, p1, p2, nil)
+	require.False(t, parallel.w.cork.active(), "more than one P: no cork")
+	require.Equal(t, notSentLowat, tcpOption(t, p1.NetConn().(*net.TCPConn), tcpNotSentLowat), "the low-water mark where no cork is")
 
 	c1, c2 := tcpPair(t)
 	plain, _ := sessionPairOver(t, c1, c2, nil)
