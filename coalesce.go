@@ -649,7 +649,7 @@ func (w *writer) hasWorkLocked() bool {
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn; a lone
 // stream gets loneParallelScale budgets with more than one P, and on a
-// writev conn at least loneWritevInflight at every P; several streams
+// writev conn at least loneWritevInflight with more than one P; several streams
 // sending by reference on a conn whose peer's read loop is busy get at
 // least sharedDecryptInflight (inflight.go). mu held.
 func (w *writer) sizeBudgetLocked(lone bool) {

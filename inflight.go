@@ -79,7 +79,7 @@ const (
 	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
 	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
 	// (4 of 10 above). On a writev conn the lone budget is also at least
-	// loneWritevInflight, at every P.
+	// loneWritevInflight with more than one P.
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there
@@ -90,8 +90,8 @@ const (
 	// sends on a conn with writev (TCP) with more than one P (at one P
 	// the budget stays minInflight: on the Intel VM of session 12 this
 	// floor at one P took TCP bulk from 5,795 to 1,594 MB/s and 64 KiB
-	// notifications from 100k to 28k msgs/s, 4 interleaved rounds): 1 MiB, four of a
-	// lone stream's largest frames (maxLoneBatches batches). There the
+	// notifications from 100k to 28k msgs/s, 4 interleaved rounds):
+	// 1 MiB, four of a lone stream's largest frames (maxLoneBatches batches). There the
 	// kernel holds at most notSentLowat unsent, and what waits behind the
 	// lone stream's bytes in flight is a frame of a stream that starts
 	// meanwhile (from the next batch on the ring holds two streams and

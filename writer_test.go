@@ -368,7 +368,7 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // loneParallelScale times larger; once a second stream sends it is back to
 // one budget (sharedDecryptInflight's, on this conn without writev), and
 // with one P it never grows. On a writev conn a lone stream's budget is
-// at least loneWritevInflight at every P, whatever its frames' size, and
+// at least loneWritevInflight with more than one P (minInflight at one), whatever its frames' size, and
 // back to one budget once a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
