@@ -651,7 +651,8 @@ func (w *writer) hasWorkLocked() bool {
 // stream gets loneParallelScale budgets with more than one P, and on a
 // writev conn at least loneWritevInflight with more than one P; several streams
 // sending by reference on a conn whose peer's read loop is busy get at
-// least sharedDecryptInflight (inflight.go). mu held.
+// least sharedDecryptInflight, marked sharedDecryptMarkers times
+// (inflight.go). mu held.
 func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
@@ -662,6 +663,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		w.bound.atLeast(loneWritevInflight)
 	case !lone && w.busyReadLoop() && w.sched.refQueued():
 		w.bound.atLeast(sharedDecryptInflight)
+		w.bound.perBudget = sharedDecryptMarkers
 	}
 }
 

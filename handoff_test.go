@@ -187,8 +187,9 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 
 // TestWriterSharedDecryptBudget: while several streams send by reference
 // on a conn without writev with more than one P, the budget is at least
-// sharedDecryptInflight; with copied frames only, on a writev conn or at
-// one P it stays at minInflight.
+// sharedDecryptInflight, marked sharedDecryptMarkers times; with copied
+// frames only, on a writev conn or at one P it stays at minInflight,
+// marked markersPerBudget times.
 func TestWriterSharedDecryptBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	cases := []struct {
@@ -214,6 +215,12 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		}
 		require.True(t, w.hasWorkLocked(), c.name)
 		require.Equal(t, c.want, w.bound.budget, c.name)
+		markers := markersPerBudget
+		if c.want == sharedDecryptInflight {
+			markers = sharedDecryptMarkers
+		}
+		require.False(t, w.bound.took(c.want/markers-1), "%s: less than a marker's share sent, no marker due", c.name)
+		require.True(t, w.bound.took(1), "%s: a marker after every %d of the budget", c.name, markers)
 		w.stopMarkerTimer()
 	}
 }

@@ -48,23 +48,34 @@ const (
 	sharedRefHold = 64 * 1024
 	// sharedDecryptInflight is the least budget while several streams
 	// send by reference on a conn without writev (TLS, noise) with more
-	// than one P: four 64 KiB frames. There the peer's read loop decrypts
-	// and seldom parks, and a pong reaches this side's read loop only once
-	// a P runs out of other work (~20 µs under load, a trace showed, 50 at
-	// the 90th percentile), and for that long the writer that waits for
-	// it sends nothing: with fewer frames in flight the peer's read loop
-	// runs out of data first (a trace, even at four frames, had it
-	// waiting for data ~30 % of the run, tracing included). Beside 10 bulk streams
-	// over TLS at GOMAXPROCS 2, with the read loop's yield to the ping's
-	// Read and its pong written at once (12 interleaved runs each): bulk
-	// 1,884 against 1,726 MB/s with minInflight, the ping's p50 85.5
-	// against 70.2 µs; with the wait for the pong (handoff.go), bulk 1,893
-	// MB/s at four frames. A budget between three and four frames cuts frames at the room
-	// and measured worse than either (224, 240, 248 KiB: 1,668-1,728
-	// MB/s, p50 90-96 µs); frames of 32 KiB, worse at every budget (bulk
-	// 1,725-1,750). Only with by-reference frames queued: 100 streams of
-	// small messages measured 10 % fewer messages with it.
-	sharedDecryptInflight = 4 * 64 * 1024
+	// than one P: six 64 KiB frames, marked twice (sharedDecryptMarkers).
+	// There the peer's read loop decrypts and seldom parks, and a pong
+	// reaches this side's read loop only once a P runs out of other work
+	// (~20 µs under load, a trace showed, 50 at the 90th percentile), and
+	// for that long the writer that waits for it sends nothing: with fewer
+	// frames in flight the peer's read loop runs out of data first. Only
+	// with by-reference frames queued: 100 streams of small messages
+	// measured 10 % fewer messages with it.
+	// Measured beside 10 bulk streams over TLS at GOMAXPROCS 2 (session
+	// 14, Intel VM, 8 interleaved runs per set, go-yamux and smux in the
+	// same runs; bulk MB/s, the ping's p50 µs): four frames marked four
+	// times (sessions 10-13) 1,664-1,778 and 94-99, 0.79-0.85x go-yamux's
+	// bulk and 0.48-0.51x smux's p50, both at the target's edge; four
+	// frames marked twice 1,647-1,700 and 71-73 (0.77-0.81x, 0.36-0.38x);
+	// six marked twice 1,836-1,952 and 87-98 (0.88-0.96x, 0.45-0.51x);
+	// six marked three times 1,934 and 122; eight marked twice or four
+	// times 1,949 and 120, 1,932 and 177. Budgets that are not a whole
+	// number of frames per marker cut frames at the room and measured
+	// worse than both neighbours (five frames marked twice: 1,652 and
+	// 102; 4.5: 1,690 and 94; 5.5: 1,760 and 104). Corking the socket
+	// here, as at one P (cork.go), measured 1,209-1,480 and 111-147.
+	sharedDecryptInflight = 6 * 64 * 1024
+	// sharedDecryptMarkers is how many markers a budget of
+	// sharedDecryptInflight carries: two, a marker every three frames
+	// (see sharedDecryptInflight). Each marker is a pong the peer's busy
+	// read loop hands to its writer (handoff.go); fewer of them kept the
+	// ping's p50 a quarter lower at the same bulk rate.
+	sharedDecryptMarkers = 2
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends and the session has more than one P. The peer's read loop
 	// then reads (over TLS, decrypts) what is ahead of a marker while
@@ -117,11 +128,11 @@ const (
 	// bulk Writes go by reference, and only they wait at the budget.
 	copySlack = 16 * 1024
 	// markersPerBudget is how many markers a full budget carries, so that
-	// the budget frees in steps of a quarter.
+	// the budget frees in steps of a quarter (but sharedDecryptMarkers).
 	markersPerBudget = 4
 	// maxMarkers bounds markers outstanding; the peer answers each with a
 	// pong, and braid answers at most maxQueuedPongs at once.
-	maxMarkers = 2 * markersPerBudget
+	maxMarkers = 2 * markersPerBudget // at least 2 * sharedDecryptMarkers
 	// markerFlag marks the ping ids of markers; the session's own pings
 	// count up from 1 and never reach it.
 	markerFlag = 1 << 31
@@ -150,6 +161,7 @@ type inflight struct {
 	budget    int      // current bound; 0 while off or unknown
 	refHold   int      // of it, what by-reference frames leave unused (sharedRefHold or 0)
 	blocked   bool     // data waits for the budget
+	perBudget int      // markers a full budget carries: markersPerBudget (also when 0), or sharedDecryptMarkers (setBudget, sizeBudgetLocked)
 	timer     *time.Timer
 	timerAck  uint64 // acked when the timer was armed
 	timerRecv uint64 // the frames received from the peer when it was armed
@@ -179,6 +191,7 @@ func (f *inflight) roomFor(extra int) int {
 // the writes, and the budget is loneParallelScale times larger. mu held.
 func (f *inflight) setBudget(rtt time.Duration, shared, loneParallel bool) {
 	f.refHold = 0
+	f.perBudget = markersPerBudget
 	if shared {
 		f.refHold = sharedRefHold
 	}
@@ -207,7 +220,7 @@ func (f *inflight) took(n int) bool {
 }
 
 // needMarker tells whether a marker must follow the bytes sent so far:
-// a quarter budget went unmarked, or the bound holds data back while
+// a budget's share (1/perBudget) went unmarked, or the bound holds data back while
 // bytes in flight are unmarked. The budget follows the round trip, so it
 // can shrink under bytes sent without a marker (they were less than a
 // quarter of the old budget); without a marker for them no pong would ever
@@ -217,7 +230,17 @@ func (f *inflight) needMarker() bool {
 	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers || f.sent == f.marked {
 		return false
 	}
-	return f.sent-f.marked >= uint64(f.budget/markersPerBudget) || f.refRoom() == 0
+	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refRoom() == 0
+}
+
+// markerEvery is how many bytes sent a marker follows: the budget's
+// share of one marker. mu held.
+func (f *inflight) markerEvery() int {
+	n := f.perBudget
+	if n <= 0 {
+		n = markersPerBudget
+	}
+	return f.budget / n
 }
 
 // mark returns a new marker's ping id for the bytes sent so far. mu held.
