@@ -648,8 +648,7 @@ func (w *writer) hasWorkLocked() bool {
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn; a lone
-// stream gets loneParallelScale budgets with more than one P, and on a
-// writev conn at least loneWritevInflight with more than one P; several streams
+// stream gets loneParallelScale budgets with more than one P; several streams
 // sending by reference on a conn whose peer's read loop is busy get at
 // least sharedDecryptInflight, marked sharedDecryptMarkers times
 // (inflight.go). mu held.
@@ -658,10 +657,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		return
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel)
-	switch {
-	case lone && w.writev && w.parallel:
-		w.bound.atLeast(loneWritevInflight)
-	case !lone && w.busyReadLoop() && w.sched.refQueued():
+	if !lone && w.busyReadLoop() && w.sched.refQueued() {
 		w.bound.atLeast(sharedDecryptInflight)
 		w.bound.perBudget = sharedDecryptMarkers
 	}

@@ -89,36 +89,24 @@ const (
 	// notifications of 256 KiB x1.19 (6 of 6) and 64 KiB x1.07, the ping
 	// beside 10 bulk streams no worse (p50 x0.86); over TCP, with inline
 	// writes, notifications of 64 KiB x1.15 (10 of 10) and 256 KiB x0.94
-	// (4 of 10 above). On a writev conn the lone budget is also at least
-	// loneWritevInflight with more than one P.
+	// (4 of 10 above).
+	// On a writev conn (TCP) sessions 11-13 held a lone stream's budget
+	// at 1 MiB or more with more than one P, a floor measured on the AMD
+	// EPYC VM of session 11, where the marker's round trip limited one
+	// stream (bulk x1.08, notifications x1.33-1.63 there). On the Intel
+	// VM of session 14 it cost at GOMAXPROCS 2 (4 interleaved rounds,
+	// without it and with it): one-stream bulk 5,178 against 2,665 MB/s
+	// (raw 1,825-1,981, go-yamux 1,874), notifications of 64 KiB 89.4k
+	// against 49.1k msgs/s, of 256 KiB 29.3k against 10.9k (raw 12.5k-14k):
+	// the longer bursts run out of cache. 512 KiB measured as four budgets
+	// do, 2 and 4 MiB as 1 MiB; so the floor went, and the budget follows
+	// the marker's round trip alone, as it does at one P (session 12).
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there
 	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
 	// colder caches).
 	loneParallelScale = 4
-	// loneWritevInflight is the least budget while one stream alone
-	// sends on a conn with writev (TCP) with more than one P (at one P
-	// the budget stays minInflight: on the Intel VM of session 12 this
-	// floor at one P took TCP bulk from 5,795 to 1,594 MB/s and 64 KiB
-	// notifications from 100k to 28k msgs/s, 4 interleaved rounds):
-	// 1 MiB, four of a lone stream's largest frames (maxLoneBatches batches). There the
-	// kernel holds at most notSentLowat unsent, and what waits behind the
-	// lone stream's bytes in flight is a frame of a stream that starts
-	// meanwhile (from the next batch on the ring holds two streams and
-	// the budget is one): 1 MiB is ~0.5 ms at 2 GB/s. On the 2-core AMD
-	// EPYC VM of session 11, where a system call and a wake-up cost more
-	// than on the Intel VMs of sessions 1-10, the marker's round trip
-	// limited one stream: with one budget at GOMAXPROCS 1 (and one for
-	// 256 KiB frames at 2) one-stream bulk and notifications ran at
-	// 0.7-0.9x go-yamux. Interleaved runs there, one budget or four
-	// against 1 MiB: bulk 1,332 and 1,688 against 1,767 and 1,799 MB/s
-	// (P=1, P=2), 64 KiB notifications 23.2k and 24.7k against 27.4k and
-	// 26.2k msgs/s, 256 KiB 5.3k and 4.2k against 8.3k and 7.9k; 512 KiB
-	// measured between, 4 MiB no better but at P=2. Earlier sessions had
-	// measured four budgets at one P as x0.72 on TCP on an Intel VM
-	// (longer bursts, colder caches), where braid ran at 3-6x go-yamux.
-	loneWritevInflight = 1 << 20
 	// inflightRate is the rate the budget covers a round trip of:
 	// 10 Gbit/s. Faster paths with long round trips are limited to
 	// budget/RTT.

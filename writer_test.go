@@ -367,9 +367,9 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // round trip runs beside the writes, a lone stream's budget is
 // loneParallelScale times larger; once a second stream sends it is back to
 // one budget (sharedDecryptInflight's, on this conn without writev), and
-// with one P it never grows. On a writev conn a lone stream's budget is
-// at least loneWritevInflight with more than one P (minInflight at one), whatever its frames' size, and
-// back to one budget once a second stream sends.
+// with one P it never grows. On a writev conn the same holds whatever a
+// lone stream's frames' size (no floor: see loneParallelScale), and the
+// budget is back to one once a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -399,9 +399,9 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			var a, b streamSend
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
 			require.True(t, w.hasWorkLocked())
-			want := minInflight // one P: see loneWritevInflight
+			want := minInflight
 			if parallel {
-				want = loneWritevInflight
+				want *= loneParallelScale
 			}
 			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte writes, parallel %v", size, parallel)
 			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
