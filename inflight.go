@@ -97,10 +97,11 @@ const (
 	// VM of session 14 it cost at GOMAXPROCS 2 (4 interleaved rounds,
 	// without it and with it): one-stream bulk 5,178 against 2,665 MB/s
 	// (raw 1,825-1,981, go-yamux 1,874), notifications of 64 KiB 89.4k
-	// against 49.1k msgs/s, of 256 KiB 29.3k against 10.9k (raw 12.5k-14k):
-	// the longer bursts run out of cache. 512 KiB measured as four budgets
-	// do, 2 and 4 MiB as 1 MiB; so the floor went, and the budget follows
-	// the marker's round trip alone, as it does at one P (session 12).
+	// against 49.1k msgs/s, of 256 KiB 29.3k against 10.9k (raw 12.5k-14k),
+	// as the floor at one P had cost in session 12 (longer bursts; not
+	// profiled). 512 KiB measured as four budgets do, 2 and 4 MiB as 1
+	// MiB; so the floor went, and the budget follows the marker's round
+	// trip alone, which a slower machine's longer round trip raises.
 	// Two budgets: over TLS bulk x1.02, notifications x1.07 and x1.10;
 	// over TCP x1.04 and x1.04. At GOMAXPROCS 1 the two sides take turns
 	// and the round trip costs no write time; four budgets there
