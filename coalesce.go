@@ -650,16 +650,15 @@ func (w *writer) hasWorkLocked() bool {
 // The hold applies while several streams send on a writev conn; a lone
 // stream gets loneParallelScale budgets with more than one P; several streams
 // sending by reference on a conn whose peer's read loop is busy get at
-// least sharedDecryptInflight, marked sharedDecryptMarkers times
-// (inflight.go). mu held.
+// least sharedDecryptInflight, marked sharedDecryptMarkers times while
+// that floor sizes it (inflight.go). mu held.
 func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel)
 	if !lone && w.busyReadLoop() && w.sched.refQueued() {
-		w.bound.atLeast(sharedDecryptInflight)
-		w.bound.perBudget = sharedDecryptMarkers
+		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
 	}
 }
 

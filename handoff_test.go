@@ -187,24 +187,28 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 
 // TestWriterSharedDecryptBudget: while several streams send by reference
 // on a conn without writev with more than one P, the budget is at least
-// sharedDecryptInflight, marked sharedDecryptMarkers times; with copied
-// frames only, on a writev conn or at one P it stays at minInflight,
-// marked markersPerBudget times.
+// sharedDecryptInflight, marked sharedDecryptMarkers times while that
+// floor sizes it; a longer round trip's larger budget keeps
+// markersPerBudget markers. With copied frames only, on a writev conn or
+// at one P it stays at minInflight, marked markersPerBudget times.
 func TestWriterSharedDecryptBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
+	const longRTT = 2 * time.Millisecond // 2.5 MB at inflightRate, past the floor
 	cases := []struct {
 		name             string
 		writev, parallel bool
 		byRef            bool
-		want             int
+		rtt              time.Duration
+		want, markers    int
 	}{
-		{"TLS, bulk, two Ps", false, true, true, sharedDecryptInflight},
-		{"TLS, small messages, two Ps", false, true, false, minInflight},
-		{"TLS, bulk, one P", false, false, true, minInflight},
-		{"TCP, bulk, two Ps", true, true, true, minInflight},
+		{"TLS, bulk, two Ps", false, true, true, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
+		{"TLS, bulk, two Ps, long round trip", false, true, true, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
+		{"TLS, small messages, two Ps", false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TLS, bulk, one P", false, false, true, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, two Ps", true, true, true, 10 * time.Microsecond, minInflight, markersPerBudget},
 	}
 	for _, c := range cases {
-		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(c.rtt)}
 		var a, b streamSend
 		if c.byRef {
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
@@ -215,12 +219,8 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		}
 		require.True(t, w.hasWorkLocked(), c.name)
 		require.Equal(t, c.want, w.bound.budget, c.name)
-		markers := markersPerBudget
-		if c.want == sharedDecryptInflight {
-			markers = sharedDecryptMarkers
-		}
-		require.False(t, w.bound.took(c.want/markers-1), "%s: less than a marker's share sent, no marker due", c.name)
-		require.True(t, w.bound.took(1), "%s: a marker after every %d of the budget", c.name, markers)
+		require.False(t, w.bound.took(c.want/c.markers-1), "%s: less than a marker's share sent, no marker due", c.name)
+		require.True(t, w.bound.took(1), "%s: a marker after every 1/%d of the budget", c.name, c.markers)
 		w.stopMarkerTimer()
 	}
 }

@@ -150,7 +150,7 @@ type inflight struct {
 	budget    int      // current bound; 0 while off or unknown
 	refHold   int      // of it, what by-reference frames leave unused (sharedRefHold or 0)
 	blocked   bool     // data waits for the budget
-	perBudget int      // markers a full budget carries: markersPerBudget (also when 0), or sharedDecryptMarkers (setBudget, sizeBudgetLocked)
+	perBudget int      // markers a full budget carries: markersPerBudget (also when 0; setBudget), or the floor's (floor)
 	timer     *time.Timer
 	timerAck  uint64 // acked when the timer was armed
 	timerRecv uint64 // the frames received from the peer when it was armed
@@ -194,10 +194,14 @@ func (f *inflight) setBudget(rtt time.Duration, shared, loneParallel bool) {
 	}
 }
 
-// atLeast raises a budget that is on to at least n. mu held.
-func (f *inflight) atLeast(n int) {
-	if f.budget > 0 {
-		f.budget = max(f.budget, n)
+// floor raises a budget that is on to at least n and, where n is what
+// sizes it, marks it markers times: the marker spacing was measured with
+// the floor (sharedDecryptInflight), and a larger budget that a long round
+// trip sizes keeps its quarter steps. mu held.
+func (f *inflight) floor(n, markers int) {
+	if f.budget > 0 && f.budget <= n {
+		f.budget = n
+		f.perBudget = markers
 	}
 }
 
