@@ -214,7 +214,7 @@ const hostNotifyLink = "LongFat"
 // hostCells are the host rows of opts's plan, sharing one hostRunner.
 func hostCells(opts options) []cell {
 	p := opts.Plan
-	if p.HostChunks == 0 && p.HostNotifyCount == 0 {
+	if p.HostChunks == 0 && len(p.HostNotify) == 0 && p.HostNotifyLinkCount == 0 {
 		return nil
 	}
 	h := &hostRunner{}
@@ -232,12 +232,12 @@ func hostCells(opts options) []cell {
 			out = append(out, hostChunkCell(h, p, p.HostChunks, b, &link, opts.Timeout))
 		}
 	}
-	if p.HostNotifyCount > 0 {
-		for _, size := range p.HostNotifySizes {
-			out = append(out, hostNotifyCell(h, p.HostNotifyCount, size, "", nil, opts.Timeout))
-		}
+	for _, r := range p.HostNotify {
+		out = append(out, hostNotifyCell(h, r.Count, r.Size, "", nil, opts.Timeout))
+	}
+	if p.HostNotifyLinkCount > 0 {
 		lf, _ := linkByName(hostNotifyLink)
-		out = append(out, hostNotifyCell(h, p.HostNotifyCount, notifySmall, hostNotifyLink, &lf, opts.Timeout))
+		out = append(out, hostNotifyCell(h, p.HostNotifyLinkCount, notifySmall, hostNotifyLink, &lf, opts.Timeout))
 	}
 	return out
 }
