@@ -41,7 +41,7 @@ func writeHTML(w io.Writer, rep *report) error {
 		vr = append(vr, htmlVerdict{verdictRow: r, Anchor: anchors[r.CellID],
 			YamuxText: fmtRatio(r.VsYamux), RawText: fmtRatio(r.VsRaw)})
 	}
-	won, lost, un := verdictTally(rows)
+	won, lost, overlap, un := verdictTally(rows)
 	var legend []htmlLegend
 	for i, e := range rep.Contenders {
 		legend = append(legend, htmlLegend{Name: e.Name, Desc: e.Desc, Color: template.CSS(seriesColor(i))})
@@ -49,21 +49,21 @@ func writeHTML(w io.Writer, rep *report) error {
 	return htmlPage().Execute(w, htmlData{
 		Rep: rep, Date: rep.Machine.Date.Format(time.RFC1123), Took: rep.Duration.Round(time.Second).String(),
 		Legend: legend, Sections: hs, Text: text.String(),
-		Verdict: vr, Won: won, Lost: lost, Unmeasured: un, Tie: fmt.Sprintf("%.0f %%", 100*tieTolerance),
+		Verdict: vr, Won: won, Lost: lost, Overlap: overlap, Unmeasured: un, Tie: fmt.Sprintf("%.0f %%", 100*tieTolerance),
 		BestOthers: strings.Join(bestOthers(), ", "),
 	})
 }
 
 type htmlData struct {
-	Rep                   *report
-	Date                  string
-	Took                  string
-	Legend                []htmlLegend
-	Sections              []htmlSection
-	Text                  string
-	Verdict               []htmlVerdict
-	Won, Lost, Unmeasured int
-	Tie, BestOthers       string
+	Rep                            *report
+	Date                           string
+	Took                           string
+	Legend                         []htmlLegend
+	Sections                       []htmlSection
+	Text                           string
+	Verdict                        []htmlVerdict
+	Won, Lost, Overlap, Unmeasured int
+	Tie, BestOthers                string
 }
 
 type htmlLegend struct {
@@ -378,7 +378,7 @@ pre.text{font-size:10px;background:#f7f7f7;padding:1em;width:max-content;min-wid
 <tr><td>run</td><td>{{.Rep.Options.Rounds}} round(s), took {{.Took}}{{if .Rep.Options.Quick}} (-quick){{end}}{{if not .Rep.Complete}} <span class="warn">interrupted: partial results</span>{{end}}</td></tr>
 </table>
 <section id="verdict"><details open><summary><h2>Verdict</h2></summary>
-<p class="tally">braid met <b class="won">{{.Won}}</b> targets and missed <b class="lost">{{.Lost}}</b>{{if .Unmeasured}}; {{.Unmeasured}} not measured{{end}}.</p>
+<p class="tally">braid met <b class="won">{{.Won}}</b> targets and missed <b class="lost">{{.Lost}}</b>{{if .Overlap}} ({{.Overlap}} of them with braid's best round meeting the target against the other's worst: the medians miss, more rounds could tell){{end}}{{if .Unmeasured}}; {{.Unmeasured}} not measured{{end}}.</p>
 <p class="note">Ratios are braid's median over the other's median from this run (for times, less than 1 is faster; for rates, more than 1). Targets are issue #12's (the writer under load) and #15's (flow control and memory): #12.3 is issue 12, target 3; "best other" is the best of {{.BestOthers}}. A workload no issue names (source "none") is held to go-yamux, and within {{.Tie}} of that bound is a tie.{{if .Rep.Options.Quick}} A -quick run has smaller workloads than the issues' targets assume.{{end}}</p>
 <table class="verdict" id="verdict-table">
 <thead><tr><th>workload</th><th>braid</th><th>braid / go-yamux</th><th>braid / raw</th><th>target</th><th>result</th></tr></thead>

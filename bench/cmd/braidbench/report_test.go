@@ -24,6 +24,69 @@ func cellWith(id, w string, params map[string]string, m metric, medians map[stri
 	return &rep.Cells[0]
 }
 
+// cellRounds is cellWith with several rounds per contender.
+func cellRounds(id, w string, params map[string]string, m metric, rounds map[string][]float64) *cellResult {
+	c := &cellResult{cell: cell{ID: id, Workload: w, Params: params, Metrics: []metric{m}, Title: id + ": test"}}
+	for _, e := range allEntries() {
+		r := contenderResult{Contender: e.Name}
+		for _, v := range rounds[e.Name] {
+			r.Samples = append(r.Samples, sample{m.Key: v})
+		}
+		c.Results = append(c.Results, r)
+	}
+	rep := &report{Cells: []cellResult{*c}}
+	summarize(rep)
+	return &rep.Cells[0]
+}
+
+// TestVerdictRoundsOverlap: a lost row is marked when braid's best round
+// meets the target against the reference's worst round, for every bound
+// it misses, and only then; a won row never is.
+func TestVerdictRoundsOverlap(t *testing.T) {
+	rate := metric{Key: mMBps, Unit: "MB/s", Higher: true}
+	lat := metric{Key: mP99, Unit: "µs"}
+	ping := map[string]string{"neighbours": "10"}
+	cases := []struct {
+		name        string
+		c           *cellResult
+		wantStatus  status
+		wantOverlap bool
+	}{
+		{"median misses 1.2x, best round 1.3x the worst other", cellRounds("bulk", wBulk, nil, rate, map[string][]float64{
+			"braid": {110, 115, 125}, yamuxName: {96, 100, 104}, rawName: {200, 200, 200}}), statusLost, true},
+		{"every round misses", cellRounds("bulk", wBulk, nil, rate, map[string][]float64{
+			"braid": {110, 112, 114}, yamuxName: {99, 100, 101}, rawName: {200, 200, 200}}), statusLost, false},
+		{"met", cellRounds("bulk", wBulk, nil, rate, map[string][]float64{
+			"braid": {125, 130, 135}, yamuxName: {99, 100, 101}, rawName: {200, 200, 200}}), statusWon, false},
+		{"upper bound: p99 against coalescing off, rounds straddle", cellRounds("ping-bulk", wPing, ping, lat, map[string][]float64{
+			"braid": {251, 266, 274}, "braid-nocoalesce": {222, 247, 314}, yamuxName: {6412, 9073, 10193}, "smux": {1377, 2478, 4236}, "hashicorp": {2887, 4210, 7076}}), statusLost, true},
+		{"upper bound: braid's best round worse than off's worst", cellRounds("ping-bulk", wPing, ping, lat, map[string][]float64{
+			"braid": {320, 330, 340}, "braid-nocoalesce": {222, 247, 314}, yamuxName: {6412, 9073, 10193}, "smux": {1377, 2478, 4236}, "hashicorp": {2887, 4210, 7076}}), statusLost, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := targetsFor(tc.c)
+			var tg target
+			for _, x := range ts {
+				if x.metric == tc.c.Metrics[0].Key {
+					tg = x
+				}
+			}
+			r := cellVerdict(tc.c, tg)
+			if r.Status != tc.wantStatus || r.Overlap != tc.wantOverlap {
+				t.Errorf("status %s overlap %v (%s), want %s overlap %v", r.Status, r.Overlap, r.Detail, tc.wantStatus, tc.wantOverlap)
+			}
+			if r.Overlap != strings.Contains(r.Detail, "rounds overlap") {
+				t.Errorf("detail %q does not say what Overlap says (%v)", r.Detail, r.Overlap)
+			}
+			won, lost, overlap, _ := verdictTally([]verdictRow{r})
+			if won+lost != 1 || (overlap == 1) != tc.wantOverlap {
+				t.Errorf("tally won %d lost %d overlap %d", won, lost, overlap)
+			}
+		})
+	}
+}
+
 // TestVerdict checks the targets' arithmetic: each direction, the tie
 // band, the best other, absolute bounds and missing figures.
 func TestVerdict(t *testing.T) {

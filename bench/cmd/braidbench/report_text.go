@@ -124,8 +124,9 @@ func writeVerdict(w io.Writer, rows []verdictRow) {
 	if len(rows) == 0 {
 		return
 	}
-	won, lost, un := verdictTally(rows)
-	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d, %d not measured\n", won, lost, un)
+	won, lost, overlap, un := verdictTally(rows)
+	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d (%d with the rounds overlapping the target), %d not measured\n", won, lost, overlap, un)
+	fmt.Fprintf(w, "   rounds overlap: braid's best round meets the target against the other's worst; the medians miss, more rounds could tell.\n")
 	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run. source #12.3: issue 12, target 3; none: no issue names the workload,\n")
 	fmt.Fprintf(w, "   so braid is held to yamux (within %.0f%% is a tie). best other: the best of %s.\n", 100*tieTolerance, strings.Join(bestOthers(), ", "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

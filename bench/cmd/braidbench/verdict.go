@@ -33,6 +33,11 @@ type verdictRow struct {
 	Source   string   `json:"source"`
 	Status   status   `json:"status"`
 	Detail   string   `json:"detail"` // the figures behind the status
+	// Overlap marks a lost row whose every missed bound braid's rounds
+	// and the reference's rounds straddle (rangesOverlap): the medians
+	// miss, but the rounds' spread holds the target too, so more rounds
+	// could tell either way. The row stays lost.
+	Overlap bool `json:"rounds_overlap,omitempty"`
 }
 
 // condition is one bound of a target: braid's median over ref's median
@@ -175,19 +180,21 @@ func cellVerdict(c *cellResult, t target) verdictRow {
 	}
 	row.Braid = fmtNum(s.Median) + " " + m.Unit
 	row.VsYamux, row.VsRaw = s.VsYamux, s.VsRaw
-	row.Status, row.Detail = judge(t.conds, m, s.Median, func(ref string) (float64, string, bool) {
-		return refMedian(c, ref, m)
+	row.Status, row.Detail, row.Overlap = judge(t.conds, s, func(ref string) (summary, string, bool) {
+		return refSummary(c, ref, m)
 	})
 	return row
 }
 
-// refMedian is ref's median of m in c and the contender it came from.
-func refMedian(c *cellResult, ref string, m metric) (float64, string, bool) {
+// refSummary is ref's summary of m in c and the contender it came from
+// (for refBestOther, the one with the best median).
+func refSummary(c *cellResult, ref string, m metric) (summary, string, bool) {
 	names := []string{ref}
 	if ref == refBestOther {
 		names = bestOthers()
 	}
-	best, who, found := 0.0, "", false
+	var best summary
+	who, found := "", false
 	for _, n := range names {
 		r := c.result(n)
 		if r == nil || !r.ok() {
@@ -197,28 +204,32 @@ func refMedian(c *cellResult, ref string, m metric) (float64, string, bool) {
 		if !ok {
 			continue
 		}
-		if !found || (m.Higher && s.Median > best) || (!m.Higher && s.Median < best) {
-			best, who, found = s.Median, n, true
+		if !found || (m.Higher && s.Median > best.Median) || (!m.Higher && s.Median < best.Median) {
+			best, who, found = s, n, true
 		}
 	}
 	return best, who, found
 }
 
-// judge checks braid's value v against conds; ref resolves a reference's
-// median. Every condition must hold to win.
-func judge(conds []condition, m metric, v float64, ref func(string) (float64, string, bool)) (status, string) {
+// judge checks braid's summary b against conds; ref resolves a
+// reference's summary. Every condition must hold to win. overlap tells,
+// for a loss, whether every missed condition is one the rounds straddle
+// (rangesOverlap).
+func judge(conds []condition, b summary, ref func(string) (summary, string, bool)) (st status, detail string, overlap bool) {
 	var parts []string
-	st := statusWon
+	st, overlap = statusWon, true
 	for _, cd := range conds {
-		got := v
-		what := fmtNum(v) + " " + cd.unit
+		got := b.Median
+		what := fmtNum(b.Median) + " " + cd.unit
+		bound := summary{Median: cd.factor, Min: cd.factor, Max: cd.factor} // an absolute bound
 		if cd.ref != "" {
 			r, who, ok := ref(cd.ref)
-			if !ok || r == 0 {
-				return statusUnmeasured, cd.ref + " has no figure"
+			if !ok || r.Median == 0 {
+				return statusUnmeasured, cd.ref + " has no figure", false
 			}
-			got = v / r
+			got = b.Median / r.Median
 			what = fmt.Sprintf("%.2fx %s", got, who)
+			bound = summary{Median: cd.factor * r.Median, Min: cd.factor * r.Min, Max: cd.factor * r.Max}
 		}
 		holds := got >= cd.factor
 		if cd.atMost {
@@ -230,15 +241,32 @@ func judge(conds []condition, m metric, v float64, ref func(string) (float64, st
 				holds = got <= 1+tieTolerance
 			}
 		}
-		if !holds {
-			st = statusLost
-			what += " ✗"
-		} else {
+		switch {
+		case holds:
 			what += " ✓"
+		case rangesOverlap(b, bound, cd.atMost):
+			st = statusLost
+			what += " ✗ (rounds overlap)"
+		default:
+			st, overlap = statusLost, false
+			what += " ✗"
 		}
 		parts = append(parts, strings.TrimSpace(what))
 	}
-	return st, strings.Join(parts, "; ")
+	return st, strings.Join(parts, "; "), st == statusLost && overlap
+}
+
+// rangesOverlap tells whether braid's rounds b reach the bound's rounds
+// (the reference's rounds times the target's factor): for an upper bound
+// (atMost) braid's best round is at or under the bound's worst, for a
+// lower bound braid's best round at or over the bound's lowest. A median
+// that misses with overlapping rounds is a miss the run's own spread
+// cannot tell from a hit.
+func rangesOverlap(b, bound summary, atMost bool) bool {
+	if atMost {
+		return b.Min <= bound.Max
+	}
+	return b.Max >= bound.Min
 }
 
 // describeTarget says conds in words.
@@ -369,17 +397,21 @@ func shorten(s string, n int) string {
 	return s
 }
 
-// verdictTally counts the rows by status.
-func verdictTally(rows []verdictRow) (won, lost, unmeasured int) {
+// verdictTally counts the rows by status, and the lost rows whose rounds
+// overlap the target (verdictRow.Overlap).
+func verdictTally(rows []verdictRow) (won, lost, overlap, unmeasured int) {
 	for _, r := range rows {
 		switch r.Status {
 		case statusWon:
 			won++
 		case statusLost:
 			lost++
+			if r.Overlap {
+				overlap++
+			}
 		default:
 			unmeasured++
 		}
 	}
-	return won, lost, unmeasured
+	return won, lost, overlap, unmeasured
 }
