@@ -7,7 +7,7 @@ import (
 )
 
 // plan sizes every workload. The default plan makes the default run take
-// about two minutes on a small machine; the quick plan about 20 seconds.
+// about three minutes on a small machine; the quick plan about 20 seconds.
 type plan struct {
 	BulkBytes      int64         `json:"bulk_bytes"`       // bytes of one bulk run
 	SmallStreams   int           `json:"small_streams"`    // streams of the small-message run
@@ -59,7 +59,7 @@ const (
 )
 
 // publishedNotifyCounts are the message counts of the Polkadot runs; the
-// default plan sends a tenth of each to stay within two minutes.
+// default plan sends a tenth of each to stay within three minutes.
 func publishedNotifyCounts() []int { return []int{1000, 5000, 10000} }
 
 func defaultPlan() plan {
