@@ -11,20 +11,15 @@ import (
 // cellWith is a cell of workload w with metric m and the given medians by
 // contender, one sample each, summarized.
 func cellWith(id, w string, params map[string]string, m metric, medians map[string]float64) *cellResult {
-	c := &cellResult{cell: cell{ID: id, Workload: w, Params: params, Metrics: []metric{m}, Title: id + ": test"}}
-	for _, e := range allEntries() {
-		r := contenderResult{Contender: e.Name}
-		if v, ok := medians[e.Name]; ok {
-			r.Samples = []sample{{m.Key: v}}
-		}
-		c.Results = append(c.Results, r)
+	rounds := make(map[string][]float64, len(medians))
+	for name, v := range medians {
+		rounds[name] = []float64{v}
 	}
-	rep := &report{Cells: []cellResult{*c}}
-	summarize(rep)
-	return &rep.Cells[0]
+	return cellRounds(id, w, params, m, rounds)
 }
 
-// cellRounds is cellWith with several rounds per contender.
+// cellRounds is a cell of workload w with metric m and the given rounds
+// by contender, summarized.
 func cellRounds(id, w string, params map[string]string, m metric, rounds map[string][]float64) *cellResult {
 	c := &cellResult{cell: cell{ID: id, Workload: w, Params: params, Metrics: []metric{m}, Title: id + ": test"}}
 	for _, e := range allEntries() {
