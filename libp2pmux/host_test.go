@@ -195,10 +195,13 @@ func testEcho(t *testing.T, dialer, listener *testHost) {
 		if h == listener {
 			other = dialer
 		}
+		// The writer counts a write once the conn's Write returns, which
+		// can be after the peer read and echoed it: every round trip has
+		// ended, but this side's last write may not be counted yet.
 		sess := braidSession(t, h, other.ID())
-		if st := sess.Stats(); st.BytesSent < 2*streamsPerSide*bytesPerStream {
-			t.Errorf("braid session sent %d bytes, want at least %d", st.BytesSent, 2*streamsPerSide*bytesPerStream)
-		}
+		want := uint64(2 * streamsPerSide * bytesPerStream)
+		waitFor(t, func() bool { return sess.Stats().BytesSent >= want },
+			fmt.Sprintf("the braid session to count %d bytes sent", want))
 	}
 
 	// Closing the connection releases all memory braid reserved in the
