@@ -210,25 +210,22 @@ func BenchmarkPingPong(b *testing.B) {
 // (slowdown.Notify, as braidbench runs it). One op is the whole run, on a
 // fresh session; reports msgs/s.
 func BenchmarkNotifications(b *testing.B) {
-	runs := []struct {
-		count, size int
-	}{{2000, 64 << 10}, {500, 256 << 10}}
 	for _, t := range transports() {
-		for _, r := range runs {
+		for _, r := range slowdown.NotifyTargetRuns() {
 			for _, c := range anchors() {
-				name := fmt.Sprintf("net=%s/msg=%dKiBx%d/impl=%s", t.name, r.size>>10, r.count, c.Name)
+				name := fmt.Sprintf("net=%s/msg=%dKiBx%d/impl=%s", t.name, r.Size>>10, r.Count, c.Name)
 				b.Run(name, func(b *testing.B) {
 					c := t.over(c)
-					b.SetBytes(int64(r.count * r.size))
+					b.SetBytes(int64(r.Count * r.Size))
 					var total time.Duration
 					for i := 0; i < b.N; i++ {
-						d, err := slowdown.Notify(context.Background(), c, r.count, r.size)
+						d, err := slowdown.Notify(context.Background(), c, r.Count, r.Size)
 						if err != nil {
 							b.Fatal(err)
 						}
 						total += d
 					}
-					b.ReportMetric(float64(r.count*b.N)/total.Seconds(), "msgs/s")
+					b.ReportMetric(float64(r.Count*b.N)/total.Seconds(), "msgs/s")
 				})
 			}
 		}

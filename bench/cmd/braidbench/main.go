@@ -14,8 +14,9 @@
 //
 // It prints a table on stdout within about three minutes on a 2-core
 // machine and writes braidbench-out/results.json (every sample) and
-// braidbench-out/report.html (one self-contained file with charts). -quick is a smoke run of about 20
-// seconds; -h lists the flags that narrow or widen the run.
+// braidbench-out/report.html (one self-contained file with charts).
+// -quick is a smoke run of about 20 seconds; -h lists the flags that
+// narrow or widen the run.
 package main
 
 import (

@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 )
 
@@ -24,27 +25,15 @@ type plan struct {
 	NotifySizes    []int         `json:"notify_sizes"`
 	ChunkCounts    []int         `json:"chunk_counts"`
 	// The host rows (hostbench): chunks per op, whether the batched
-	// variant runs over the link, the notification runs on loopback, and
-	// the messages of the notification run over the link.
-	HostChunks          int         `json:"host_chunks"`
-	HostBatched         bool        `json:"host_batched"`
-	HostNotify          []notifyRun `json:"host_notify"`
-	HostNotifyLinkCount int         `json:"host_notify_link_count"`
-}
-
-// notifyRun is one notification run: count messages of size bytes.
-type notifyRun struct {
-	Count int `json:"count"`
-	Size  int `json:"size"`
-}
-
-// issueNotifyRuns are the notification runs of issue #12's third target
-// (2,000 x 64 KiB and 500 x 256 KiB on one stream). The host rows run
-// them whole: on a fresh connection between two hosts the first ~30
-// messages are the connection's warm-up (both muxers alike), which at a
-// tenth of the count would be most of the run.
-func issueNotifyRuns() []notifyRun {
-	return []notifyRun{{Count: 2000, Size: notifySmall}, {Count: 500, Size: notifyLarge}}
+	// variant runs over the link, the notification runs on loopback (the
+	// issue's own counts in the default plan: at a tenth of them, a run
+	// on a fresh connection between two hosts is mostly the first ~30
+	// messages' warm-up, alike for both muxers), and the messages of the
+	// notification run over the link.
+	HostChunks          int                  `json:"host_chunks"`
+	HostBatched         bool                 `json:"host_batched"`
+	HostNotify          []slowdown.NotifyRun `json:"host_notify"`
+	HostNotifyLinkCount int                  `json:"host_notify_link_count"`
 }
 
 // The published experiments' sizes.
@@ -80,31 +69,26 @@ func defaultPlan() plan {
 		ChunkCounts:         []int{25, 120},
 		HostChunks:          120,
 		HostBatched:         true,
-		HostNotify:          issueNotifyRuns(),
+		HostNotify:          slowdown.NotifyTargetRuns(),
 		HostNotifyLinkCount: 100,
 	}
 }
 
+// quickPlan is the default plan with smaller workloads.
 func quickPlan() plan {
-	return plan{
-		BulkBytes:           32 << 20,
-		SmallStreams:        100,
-		SmallPerStream:      100,
-		SmallSize:           64,
-		PingCount:           300,
-		PingMax:             200 * time.Millisecond,
-		PingNeighbours:      10,
-		IdleStreams:         10000,
-		LinkWork:            20 * time.Millisecond,
-		SlowLinkWork:        150 * time.Millisecond,
-		ChunkOps:            3,
-		NotifyCounts:        scaleCounts(publishedNotifyCounts()[:1], 20),
-		NotifySizes:         []int{notifySmall, notifyLarge},
-		ChunkCounts:         []int{25, 120},
-		HostChunks:          120,
-		HostNotify:          []notifyRun{{Count: 20, Size: notifySmall}},
-		HostNotifyLinkCount: 20,
-	}
+	p := defaultPlan()
+	p.BulkBytes = 32 << 20
+	p.SmallPerStream = 100
+	p.PingCount = 300
+	p.PingMax = 200 * time.Millisecond
+	p.LinkWork = 20 * time.Millisecond
+	p.SlowLinkWork = 150 * time.Millisecond
+	p.ChunkOps = 3
+	p.NotifyCounts = scaleCounts(publishedNotifyCounts()[:1], 20)
+	p.HostBatched = false
+	p.HostNotify = []slowdown.NotifyRun{{Count: 20, Size: notifySmall}}
+	p.HostNotifyLinkCount = 20
+	return p
 }
 
 // scaleCounts divides each count by div.

@@ -82,6 +82,45 @@ func TestVerdictRoundsOverlap(t *testing.T) {
 	}
 }
 
+// TestPacketVerdictRoundsOverlap: a slowdown matrix row is lost when
+// braid is slower than go-yamux at some GOMAXPROCS, and marked only when
+// its rounds overlap go-yamux's at every GOMAXPROCS it loses at.
+func TestPacketVerdictRoundsOverlap(t *testing.T) {
+	timeOp := metric{Key: mTime, Unit: "ms"}
+	packetCell := func(procs string, braid, yamux []float64) cellResult {
+		c := cellRounds("packets/"+procs, "SmallPackets", map[string]string{"link": "LAN", "gomaxprocs": procs}, timeOp,
+			map[string][]float64{"braid": braid, yamuxName: yamux, rawName: {90, 90, 90}})
+		c.Groups = []string{wPackets}
+		return *c
+	}
+	cases := []struct {
+		name        string
+		cells       []cellResult
+		wantStatus  status
+		wantOverlap bool
+	}{
+		{"faster at every P", []cellResult{packetCell("1", []float64{95, 96, 97}, []float64{99, 100, 101}),
+			packetCell("2", []float64{95, 96, 97}, []float64{99, 100, 101})}, statusWon, false},
+		{"slower at P2, rounds overlap", []cellResult{packetCell("1", []float64{95, 96, 97}, []float64{99, 100, 101}),
+			packetCell("2", []float64{98, 104, 106}, []float64{99, 100, 101})}, statusLost, true},
+		{"slower at P2, every round", []cellResult{packetCell("1", []float64{95, 96, 97}, []float64{99, 100, 101}),
+			packetCell("2", []float64{103, 104, 106}, []float64{99, 100, 101})}, statusLost, false},
+		{"slower at both, overlapping at one only", []cellResult{packetCell("1", []float64{98, 104, 106}, []float64{99, 100, 101}),
+			packetCell("2", []float64{103, 104, 106}, []float64{99, 100, 101})}, statusLost, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := packetVerdict(&report{Cells: tc.cells}, matrixKey{"SmallPackets", "LAN"})
+			if r.Status != tc.wantStatus || r.Overlap != tc.wantOverlap {
+				t.Errorf("status %s overlap %v (%s), want %s overlap %v", r.Status, r.Overlap, r.Detail, tc.wantStatus, tc.wantOverlap)
+			}
+			if r.Overlap && !strings.Contains(r.Detail, "rounds overlap") {
+				t.Errorf("detail %q does not say the rounds overlap", r.Detail)
+			}
+		})
+	}
+}
+
 // TestVerdict checks the targets' arithmetic: each direction, the tie
 // band, the best other, absolute bounds and missing figures.
 func TestVerdict(t *testing.T) {

@@ -296,6 +296,7 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 	row := verdictRow{CellID: "", Workload: k.workload + " on " + k.link, Metric: "slowdown",
 		Target: "≤ 1x yamux at each GOMAXPROCS", Source: noTarget, Braid: "-", Status: statusUnmeasured}
 	worst := math.Inf(-1)
+	overlap := true // every GOMAXPROCS braid misses at, its rounds overlap go-yamux's
 	var procs []string
 	for i := range rep.Cells {
 		c := &rep.Cells[i]
@@ -318,6 +319,11 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 		mark := "✓"
 		if *s.VsYamux > 1+tieTolerance {
 			mark = "✗"
+			if y := c.result(yamuxName); y != nil && y.ok() && rangesOverlap(s, y.Summary[mTime], true) {
+				mark += " (rounds overlap)"
+			} else {
+				overlap = false
+			}
 		}
 		procs = append(procs, fmt.Sprintf("P%s %.2fx %s", c.Params["gomaxprocs"], *s.VsYamux, mark))
 		if *s.VsYamux > worst {
@@ -332,7 +338,7 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 	}
 	row.Status = statusWon
 	if worst > 1+tieTolerance {
-		row.Status = statusLost
+		row.Status, row.Overlap = statusLost, overlap
 	}
 	row.Detail = strings.Join(procs, ", ")
 	return row

@@ -436,6 +436,19 @@ func ctxErr(ctx context.Context, err error) error {
 // protobuf writer sends it.
 const notifyHeader = 4
 
+// NotifyRun is one notification run: Count messages of Size bytes.
+type NotifyRun struct {
+	Count int `json:"count"`
+	Size  int `json:"size"`
+}
+
+// NotifyTargetRuns are the notification runs issue #12's third target
+// names: 2,000 x 64 KiB and 500 x 256 KiB on one stream. The benchmarks
+// and braidbench's host rows run them.
+func NotifyTargetRuns() []NotifyRun {
+	return []NotifyRun{{Count: 2000, Size: 64 << 10}, {Count: 500, Size: 256 << 10}}
+}
+
 // Notify sends count messages of size bytes (plus a 4-byte length prefix,
 // one Write each) at once on one stream of c over loopback TCP, the sender
 // held back only by the transport, and returns the time until the receiver
