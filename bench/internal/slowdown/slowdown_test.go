@@ -63,3 +63,20 @@ func TestRawAndMux(t *testing.T) {
 		t.Fatalf("braid: %v, %d writes (raw %d)", mux.Time, mux.Writes, raw.Writes)
 	}
 }
+
+// Beside bulk neighbours the round trips go on until the neighbours have
+// moved bulkMeasured bytes, so that the bulk rate is a rate even when the
+// round trips alone are over before a bulk reader runs: raw TCP, where
+// the ping has a connection of its own, with one round trip asked for.
+func TestPingPongLoadMeasuresBulk(t *testing.T) {
+	for _, c := range []contenders.Contender{contenders.RawTCP(), contenders.Braid(true)} {
+		r, err := PingPongLoad(t.Context(), c, 1, 2, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Bulk < bulkMeasured || !(r.BulkMBps() > 0) {
+			t.Errorf("%s: bulk %d bytes (%.1f MB/s) over %d round trips, want at least %d bytes",
+				c.Name, r.Bulk, r.BulkMBps(), len(r.RTTs), bulkMeasured)
+		}
+	}
+}
