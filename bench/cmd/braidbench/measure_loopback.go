@@ -96,8 +96,13 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 		id, load = "ping-bulk", fmt.Sprintf("beside %d bulk streams", neighbours)
 	}
 	id += t.id
-	title := fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (up to %d or %v)",
-		slowdown.PingPongSize, load, t.where, p.PingCount, p.PingMax)
+	count := fmt.Sprintf("up to %d or %v", p.PingCount, p.PingMax)
+	if neighbours > 0 {
+		count = fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
+			p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
+	}
+	title := fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (%s)",
+		slowdown.PingPongSize, load, t.where, count)
 	if procs > 0 {
 		id += fmt.Sprintf("/p%d", procs)
 		title += fmt.Sprintf(", GOMAXPROCS %d", procs)

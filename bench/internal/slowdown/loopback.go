@@ -206,7 +206,7 @@ const PingPongSize = 64
 // over loopback TCP, beside neighbours streams that send bulk data the
 // same way, and returns them sorted. It stops early after maxTime, with at
 // least one round trip; beside neighbours it goes on past n until they
-// have moved bulkMeasured bytes (or maxTime ends it).
+// have moved BulkMeasured bytes (or maxTime ends it).
 func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) ([]time.Duration, error) {
 	r, err := PingPongLoad(ctx, c, n, neighbours, maxTime)
 	return r.RTTs, err
@@ -305,12 +305,12 @@ func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 	bulk0 := bulk.Load()
 	start := time.Now()
 	// More round trips than n while the neighbours have not yet moved
-	// bulkMeasured: a rate needs bytes, and on a loaded machine the n
+	// BulkMeasured: a rate needs bytes, and on a loaded machine the n
 	// round trips of a muxer that gives each stream a connection (raw
 	// TCP) can end before a bulk reader has run at all (CI, session 16:
 	// 20 round trips under the race detector read as 0 MB/s of bulk).
 	needMore := func(i int) bool {
-		return i < n || (neighbours > 0 && bulk.Load()-bulk0 < bulkMeasured)
+		return i < n || (neighbours > 0 && bulk.Load()-bulk0 < BulkMeasured)
 	}
 	for i := 0; needMore(i) && (i == 0 || time.Since(start) < maxTime); i++ {
 		t0 := time.Now()
@@ -332,10 +332,11 @@ func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 // that counts: a few windows each, so that they are in their steady state.
 const bulkWarmup = 16 << 20
 
-// bulkMeasured is the least the neighbours move while the round trips
-// that count run (unless maxTime ends them first): sixteen of their 64
-// KiB reads, so that one read more or less moves the rate by under 7 %.
-const bulkMeasured = 16 * LoopbackWrite
+// BulkMeasured is the least PingPongLoad's neighbours move while the
+// round trips that count run (unless maxTime ends them first): sixteen of
+// their 64 KiB reads, so that one read more or less moves the rate by
+// under 7 %.
+const BulkMeasured = 16 * LoopbackWrite
 
 // Percentile returns the p-th percentile (0 < p < 100) of sorted.
 func Percentile(sorted []time.Duration, p float64) time.Duration {

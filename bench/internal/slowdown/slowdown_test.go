@@ -65,7 +65,7 @@ func TestRawAndMux(t *testing.T) {
 }
 
 // Beside bulk neighbours the round trips go on until the neighbours have
-// moved bulkMeasured bytes, so that the bulk rate is a rate even when the
+// moved BulkMeasured bytes, so that the bulk rate is a rate even when the
 // round trips alone are over before a bulk reader runs: raw TCP, where
 // the ping has a connection of its own, with one round trip asked for.
 func TestPingPongLoadMeasuresBulk(t *testing.T) {
@@ -74,9 +74,9 @@ func TestPingPongLoadMeasuresBulk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Bulk < bulkMeasured || !(r.BulkMBps() > 0) {
+		if r.Bulk < BulkMeasured || !(r.BulkMBps() > 0) {
 			t.Errorf("%s: bulk %d bytes (%.1f MB/s) over %d round trips, want at least %d bytes",
-				c.Name, r.Bulk, r.BulkMBps(), len(r.RTTs), bulkMeasured)
+				c.Name, r.Bulk, r.BulkMBps(), len(r.RTTs), BulkMeasured)
 		}
 	}
 }
