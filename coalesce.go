@@ -134,6 +134,7 @@ type writer struct {
 	draining    bool          // close asked run to flush what is queued and stop
 	spareCtrl   []byte        // buffer swapped with ctrl per batch
 	bound       inflight      // the connection-level in-flight bound
+	sharedAt    time.Time     // when the budget was last sized with more than one stream in the ring (loneScale)
 	inlineState               // a stream's own write of a frame (inline.go)
 	rate        writeRate     // how fast the conn takes large writes (writerate.go)
 
@@ -656,10 +657,31 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
-	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, lone && w.parallel)
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, w.loneScale(lone))
 	if !lone && w.busyReadLoop() && w.sched.refQueued() {
 		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
 	}
+}
+
+// loneScale is how many budgets the next frames get: loneParallelScale
+// while one stream has sent alone for loneQuiet, with more than one P;
+// one otherwise. Other streams' frames in the ring restart the quiet:
+// the lone budget is what the next small frame of another stream waits
+// behind, and a stream that spoke within loneQuiet (a request beside a
+// transfer, a ping-pong) is likely to speak again soon. mu held.
+func (w *writer) loneScale(lone bool) int {
+	if !w.parallel {
+		return 1
+	}
+	now := time.Now()
+	if !lone {
+		w.sharedAt = now
+		return 1
+	}
+	if !w.sharedAt.IsZero() && now.Sub(w.sharedAt) < loneQuiet {
+		return 1
+	}
+	return loneParallelScale
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

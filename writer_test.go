@@ -90,7 +90,7 @@ func TestResetDropsQueuedData(t *testing.T) {
 // the pong that frees it comes.
 func TestInflightSharedRefHold(t *testing.T) {
 	var f inflight
-	f.setBudget(10*time.Microsecond, true, false)
+	f.setBudget(10*time.Microsecond, true, 1)
 	require.Equal(t, minInflight-sharedRefHold, f.refRoom(), "by reference")
 	require.Equal(t, minInflight, f.room(), "copied")
 	f.took(minInflight - sharedRefHold)
@@ -98,7 +98,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 	require.Equal(t, sharedRefHold, f.room())
 	f.marked = f.sent - 1 // all but a byte marked: only the full room asks
 	require.True(t, f.needMarker(), "no room for by-reference frames: a marker")
-	f.setBudget(10*time.Microsecond, false, false)
+	f.setBudget(10*time.Microsecond, false, 1)
 	require.Equal(t, sharedRefHold, f.refRoom(), "a lone stream's frames use the whole budget")
 }
 
@@ -106,7 +106,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 func TestInflightBudget(t *testing.T) {
 	var f inflight
 	require.Equal(t, -1, f.room(), "no round trip yet: no bound")
-	f.setBudget(10*time.Microsecond, false, false)
+	f.setBudget(10*time.Microsecond, false, 1)
 	require.Equal(t, minInflight, f.budget, "a short round trip gets the least budget")
 	steps := []struct {
 		took     int
@@ -141,7 +141,7 @@ func TestInflightBudget(t *testing.T) {
 	require.Len(t, f.markers, 0)
 	require.Equal(t, minInflight, f.room())
 	// Long round trips scale the budget; off means no bound.
-	f.setBudget(10*time.Millisecond, false, false)
+	f.setBudget(10*time.Millisecond, false, 1)
 	require.Equal(t, int(0.01*inflightRate), f.budget)
 	f.off = true
 	require.Equal(t, -1, f.room())
@@ -155,10 +155,10 @@ func TestInflightBudget(t *testing.T) {
 // marker timeout switched the bound off.
 func TestInflightShrunkBudgetMarks(t *testing.T) {
 	var f inflight
-	f.setBudget(2*time.Millisecond, false, false) // 2.5 MB at inflightRate
+	f.setBudget(2*time.Millisecond, false, 1) // 2.5 MB at inflightRate
 	big := f.budget
 	require.False(t, f.took(big/markersPerBudget-1), "under a quarter of the budget: no marker due")
-	f.setBudget(10*time.Microsecond, false, false)
+	f.setBudget(10*time.Microsecond, false, 1)
 	require.Equal(t, 0, f.room(), "the shrunk budget is full")
 	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
 	id := f.mark()
@@ -340,7 +340,7 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
 	defer w.stopMarkerTimer()
-	w.bound.setBudget(10*time.Microsecond, false, false)
+	w.bound.setBudget(10*time.Microsecond, false, 1)
 	w.bound.sent = uint64(w.bound.budget - minRefCut/2) // room: half a cut
 	w.bound.marked = w.bound.sent
 	w.bound.markers = []marker{{id: w.bound.mark(), offset: w.bound.sent}} // a pong will come
@@ -412,6 +412,35 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 	}
 }
 
+// TestWriterLoneAfterQuiet: a stream gets the lone budgets only once it
+// has sent alone for loneQuiet. Right after another stream's frames were
+// in the ring (a request beside a transfer, a ping-pong) it keeps one
+// budget, which is what the other stream's next small frame waits
+// behind; a session where no other stream ever sent starts lone.
+func TestWriterLoneAfterQuiet(t *testing.T) {
+	payload := make([]byte, 64<<10)
+	for _, writev := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: true}
+		var a, b streamSend
+		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+		require.True(t, w.hasWorkLocked())
+		require.False(t, w.sharedAt.IsZero(), "two streams in the ring: the quiet starts over")
+
+		// Both were written; c now sends alone.
+		var c streamSend
+		w.sched = newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)
+		w.sched.pushRef(&c, header{typ: typeData, streamID: 5}, payload)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, minInflight, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
+
+		w.sharedAt = time.Now().Add(-loneQuiet)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
+		w.stopMarkerTimer()
+	}
+}
+
 // deadlineConn is a real conn that records the write deadlines set on it.
 type deadlineConn struct {
 	net.Conn
@@ -473,7 +502,7 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes),
 		inlineState: inlineState{received: &frames}, wake: make(chan struct{}, 1)}
 	f := &w.bound
-	f.setBudget(time.Millisecond, false, false)
+	f.setBudget(time.Millisecond, false, 1)
 	// arm blocks the writer and arms the timer, which the test fires itself.
 	arm := func() {
 		w.mu.Lock()
