@@ -649,7 +649,8 @@ func (w *writer) hasWorkLocked() bool {
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn; a lone
-// stream gets loneParallelScale budgets with more than one P; several streams
+// stream gets loneParallelScale budgets with more than one P once it has
+// sent alone for loneQuiet (loneScale); several streams
 // sending by reference on a conn whose peer's read loop is busy get at
 // least sharedDecryptInflight, marked sharedDecryptMarkers times while
 // that floor sizes it (inflight.go). mu held.
