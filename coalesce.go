@@ -650,16 +650,17 @@ func (w *writer) hasWorkLocked() bool {
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn; a lone
 // stream gets loneParallelScale budgets with more than one P once it has
-// sent alone for loneQuiet (loneScale); several streams
-// sending by reference on a conn whose peer's read loop is busy get at
-// least sharedDecryptInflight, marked sharedDecryptMarkers times while
-// that floor sizes it (inflight.go). mu held.
+// sent alone for loneQuiet (loneScale); streams sending by reference on
+// a conn whose peer's read loop is busy (several, or one that has not
+// been alone for loneQuiet) get at least sharedDecryptInflight, marked
+// sharedDecryptMarkers times while that floor sizes it (inflight.go). mu
+// held.
 func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, w.loneScale(lone))
-	if !lone && w.busyReadLoop() && w.sched.refQueued() {
+	if w.busyReadLoop() && w.sched.refQueued() {
 		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
 	}
 }

@@ -47,8 +47,9 @@ const (
 	// has nothing to wait behind it.
 	sharedRefHold = 64 * 1024
 	// sharedDecryptInflight is the least budget while several streams
-	// send by reference on a conn without writev (TLS, noise) with more
-	// than one P: six 64 KiB frames, marked twice (sharedDecryptMarkers).
+	// (or one that has not sent alone for loneQuiet) send by reference on
+	// a conn without writev (TLS, noise) with more than one P: six 64 KiB
+	// frames, marked twice (sharedDecryptMarkers).
 	// There the peer's read loop decrypts and seldom parks, and a pong
 	// reaches this side's read loop only once a P runs out of other work
 	// (~20 µs under load, a trace showed, 50 at the 90th percentile), and
@@ -121,8 +122,11 @@ const (
 	// a 64 B ping-pong beside one bulk stream: before, the ping waited
 	// behind four budgets between its round trips (TCP p50 206 µs against
 	// smux's 122 and hashicorp/yamux's 131, bulk 3,018 MB/s); with the
-	// quiet, TCP p50 x0.38, p99 x0.45, bulk x0.71, and over TLS p50 x0.81,
-	// p99 x0.59, bulk x0.83 (8 of 8 pairs each). Unchanged within the
+	// quiet, TCP p50 x0.38, p99 x0.45, bulk x0.71 (8 of 8 pairs). Over TLS
+	// such a stream keeps sharedDecryptInflight, as beside other bulk
+	// streams: p50 x0.97, p99 x0.61, bulk x0.96 (8 pairs; with one budget
+	// there, p50 x0.81 and p99 x0.59 but bulk x0.83, 0.73x go-yamux's
+	// beside the same ping). Unchanged within the
 	// pairs' spread: one-stream bulk (x1.06 TCP, x1.00 TLS), notifications
 	// (x0.98-1.12), the ping beside 10 bulk streams (12 pairs, x0.96-1.05),
 	// the go-libp2p hosts' notifications over noise (x1.02, x1.11).

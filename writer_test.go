@@ -416,7 +416,9 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 // has sent alone for loneQuiet. Right after another stream's frames were
 // in the ring (a request beside a transfer, a ping-pong) it keeps one
 // budget, which is what the other stream's next small frame waits
-// behind; a session where no other stream ever sent starts lone.
+// behind (on a conn without writev, sharedDecryptInflight, as beside
+// other bulk streams); a session where no other stream ever sent starts
+// lone.
 func TestWriterLoneAfterQuiet(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, writev := range []bool{true, false} {
@@ -432,7 +434,11 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w.sched = newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)
 		w.sched.pushRef(&c, header{typ: typeData, streamID: 5}, payload)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, minInflight, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
+		want := minInflight
+		if !writev {
+			want = sharedDecryptInflight // as beside other bulk streams (TestWriterSharedDecryptBudget)
+		}
+		require.Equal(t, want, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
 
 		w.sharedAt = time.Now().Add(-loneQuiet)
 		require.True(t, w.hasWorkLocked())
