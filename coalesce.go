@@ -122,21 +122,25 @@ type writer struct {
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
-	ctrl        []byte        // control frames; written first
-	ctrlEnds    []int         // end offset of each frame in ctrl
-	pongs       int           // pongs in ctrl
-	pongWaiter  chan struct{} // the read loop waits on it for its pong's write (answerMarkerAndWait); nil if it doesn't
-	sched       scheduler     // the streams with queued frames, and who writes next
-	idle        bool          // run is parked waiting for wake
-	writing     bool          // run has frames to write: a batch (takeLocked to complete) or the partial record kept from one (flat); no inline write starts
-	room        chan struct{} // closed when ctrl space frees up; nil if nobody waits
-	err         error         // sticky; set once, by close or a failed write
-	draining    bool          // close asked run to flush what is queued and stop
-	spareCtrl   []byte        // buffer swapped with ctrl per batch
-	bound       inflight      // the connection-level in-flight bound
-	sharedAt    time.Time     // when the budget was last sized with more than one stream in the ring (loneScale)
-	inlineState               // a stream's own write of a frame (inline.go)
-	rate        writeRate     // how fast the conn takes large writes (writerate.go)
+	ctrl       []byte        // control frames; written first
+	ctrlEnds   []int         // end offset of each frame in ctrl
+	pongs      int           // pongs in ctrl
+	pongWaiter chan struct{} // the read loop waits on it for its pong's write (answerMarkerAndWait); nil if it doesn't
+	sched      scheduler     // the streams with queued frames, and who writes next
+	idle       bool          // run is parked waiting for wake
+	writing    bool          // run has frames to write: a batch (takeLocked to complete) or the partial record kept from one (flat); no inline write starts
+	room       chan struct{} // closed when ctrl space frees up; nil if nobody waits
+	err        error         // sticky; set once, by close or a failed write
+	draining   bool          // close asked run to flush what is queued and stop
+	spareCtrl  []byte        // buffer swapped with ctrl per batch
+	bound      inflight      // the connection-level in-flight bound
+	// The lone budgets' quiet (loneScale): shared is set while the budget
+	// is sized with more than one stream in the ring; the next lone sizing
+	// clears it and sets loneAfter, when the quiet ends (zero: no quiet).
+	shared      bool
+	loneAfter   time.Time
+	inlineState           // a stream's own write of a frame (inline.go)
+	rate        writeRate // how fast the conn takes large writes (writerate.go)
 
 	wake chan struct{} // one slot: something was queued, or close
 
@@ -670,18 +674,25 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 // one otherwise. Other streams' frames in the ring restart the quiet:
 // the lone budget is what the next small frame of another stream waits
 // behind, and a stream that spoke within loneQuiet (a request beside a
-// transfer, a ping-pong) is likely to speak again soon. mu held.
+// transfer, a ping-pong) is likely to speak again soon. The clock is
+// read only during a quiet, not per batch of a session that is lone
+// throughout (the idle ping-pong, one-stream bulk). mu held.
 func (w *writer) loneScale(lone bool) int {
-	if !w.parallel {
+	switch {
+	case !w.parallel:
 		return 1
-	}
-	now := time.Now()
-	if !lone {
-		w.sharedAt = now
+	case !lone:
+		w.shared = true
 		return 1
-	}
-	if !w.sharedAt.IsZero() && now.Sub(w.sharedAt) < loneQuiet {
+	case w.shared:
+		w.shared = false
+		w.loneAfter = time.Now().Add(loneQuiet)
 		return 1
+	case !w.loneAfter.IsZero():
+		if time.Now().Before(w.loneAfter) {
+			return 1
+		}
+		w.loneAfter = time.Time{}
 	}
 	return loneParallelScale
 }

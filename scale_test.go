@@ -342,8 +342,7 @@ func TestScaleIdleSessions(t *testing.T) {
 	// sessions' timers too), and CI once counted 4,001 for 1,000 pairs.
 	// A goroutine that stays is counted.
 	perPairG := func() float64 { return float64(runtime.NumGoroutine()-goroutines) / float64(n) }
-	settled := func() bool { return perPairG() <= maxSessionPairGoroutines }
-	if !settled() {
+	if perPairG() > maxSessionPairGoroutines {
 		time.Sleep(goroutineSettle)
 	}
 	t.Logf("%d idle session pairs (one stream used each): %.0f B of heap per pair (bound %d), %.3f goroutines per pair (bound %d)",

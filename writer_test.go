@@ -427,7 +427,7 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 		require.True(t, w.hasWorkLocked())
-		require.False(t, w.sharedAt.IsZero(), "two streams in the ring: the quiet starts over")
+		require.True(t, w.shared, "two streams in the ring: the quiet starts over")
 
 		// Both were written; c now sends alone.
 		var c streamSend
@@ -440,7 +440,10 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		}
 		require.Equal(t, want, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
 
-		w.sharedAt = time.Now().Add(-loneQuiet)
+		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
+		w.loneAfter = time.Now() // the quiet is over
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
 		w.stopMarkerTimer()

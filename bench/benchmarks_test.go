@@ -186,15 +186,18 @@ func BenchmarkSmallMessages(b *testing.B) {
 // One bulk stream is the field's common case (a transfer and a peer's
 // requests beside it) and the one that prices a lone stream's in-flight
 // budget: between two round trips the bulk stream sends alone, so its
-// budget is what the next request waits behind (session 16: four lone
-// budgets at one P instead of one put the p50 here at 5x, while they
-// sped up one-stream bulk 1.35x).
+// budget is what the next request waits behind (before loneQuiet, session
+// 16: braid's p50 here 206 µs on TCP at GOMAXPROCS 2, smux's 122).
 func BenchmarkPingPong(b *testing.B) {
+	loads := []struct {
+		name       string
+		neighbours int
+	}{{"idle", 0}, {"bulk", bulkNeighbours}, {"one-bulk", 1}}
 	for _, t := range transports() {
-		for _, load := range []string{"idle", "bulk", "one-bulk"} {
-			neighbours := map[string]int{"idle": 0, "bulk": bulkNeighbours, "one-bulk": 1}[load]
+		for _, load := range loads {
+			neighbours := load.neighbours
 			for _, c := range field() {
-				b.Run("net="+t.name+"/load="+load+"/impl="+c.Name, func(b *testing.B) {
+				b.Run("net="+t.name+"/load="+load.name+"/impl="+c.Name, func(b *testing.B) {
 					r, err := slowdown.PingPongLoad(context.Background(), t.over(c), b.N, neighbours, pingPongMaxTime)
 					if err != nil {
 						b.Fatal(err)
