@@ -172,3 +172,39 @@ func TestLentReadEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestLentBytesCreditedAtGiveBack: the read loop gives the peer credit for
+// a lent buffer's bytes as it gives the buffer back (they are the caller's
+// already, and its Read returns them whatever ends it), not when the Read
+// returns. So the window update joins the pong of the marker that follows
+// the data in one write. The read loop's part is played here with no Read
+// waiting: the update must go out before any Read runs, and the Read that
+// then takes the bytes credits nothing twice.
+func TestLentBytesCreditedAtGiveBack(t *testing.T) {
+	p, s := newRawPeer(t, nil, false)
+	p.startReading()
+	p.send(syn(1), nil)
+	st := acceptID(t, s, 1)
+	isCredit := func(f rawFrame) bool {
+		return f.typ == typeWindowUpdate && f.streamID == 1 && f.flags == 0
+	}
+
+	buf := make([]byte, InitialStreamWindow)
+	st.mu.Lock()
+	st.offerLocked(buf)
+	st.mu.Unlock()
+	part := st.borrow(len(buf))
+	require.Len(t, part, len(buf), "the whole window lent")
+	copy(part, pattern(len(part)))
+	st.giveBack(len(part))
+	p.await("the window update of a given-back buffer", 1, func(f rawFrame) bool {
+		return isCredit(f) && f.length >= InitialStreamWindow
+	})
+
+	n, err := st.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, len(buf), n, "the Read returns the given-back bytes")
+	require.Equal(t, pattern(len(buf)), buf)
+	p.ping(7)
+	require.Equal(t, 1, p.count(isCredit), "the bytes are credited once")
+}

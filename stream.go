@@ -132,7 +132,7 @@ func (s *Stream) Read(b []byte) (int, error) {
 				continue
 			}
 			if n := s.lend.take(); n > 0 {
-				s.consumedAndUnlock(uint32(n))
+				s.mu.Unlock() // consumed as they were given back (giveBack)
 				return n, nil
 			}
 		}
