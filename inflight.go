@@ -48,7 +48,7 @@ const (
 	sharedRefHold = 64 * 1024
 	// sharedDecryptInflight is the least budget while several streams
 	// (or one that has not sent alone for loneQuiet) send by reference on
-	// a conn without writev (TLS, noise) with more than one P: six 64 KiB
+	// a conn without writev (TLS, noise) with more than one P: four 64 KiB
 	// frames, marked twice (sharedDecryptMarkers).
 	// There the peer's read loop decrypts and seldom parks, and a pong
 	// reaches this side's read loop only once a P runs out of other work
@@ -70,9 +70,19 @@ const (
 	// worse than both neighbours (five frames marked twice: 1,652 and
 	// 102; 4.5: 1,690 and 94; 5.5: 1,760 and 104). Corking the socket
 	// here, as at one P (cork.go), measured 1,209-1,480 and 111-147.
-	sharedDecryptInflight = 6 * 64 * 1024
+	// Sessions 14-16 kept six frames. On the AMD EPYC VM of sessions
+	// 16-17 six put the ping's p50 at 0.56-0.74x smux's (a 3-round set,
+	// and 4 interleaved rounds in a slow hour), missing target 1, with
+	// the bulk at 0.94x the best other's; four marked twice, in 8 pairs
+	// against six: p50 x0.70, p99 x0.72, bulk x0.93 (beside one bulk
+	// stream p50 x0.91, p99 x0.82, bulk x0.92; lone streams, whose
+	// budget is above this floor, and small messages within the pairs'
+	// spread), and in 4 rounds with the others: p50 0.38-0.52x smux's,
+	// bulk 0.80-0.97x the best other's. The Intel VM's 0.77-0.81x bulk
+	// with four frames (above) is that target's other edge.
+	sharedDecryptInflight = 4 * 64 * 1024
 	// sharedDecryptMarkers is how many markers a budget of
-	// sharedDecryptInflight carries: two, a marker every three frames
+	// sharedDecryptInflight carries: two, a marker every two frames
 	// (see sharedDecryptInflight). Each marker is a pong the peer's busy
 	// read loop hands to its writer (handoff.go); fewer of them kept the
 	// ping's p50 a quarter lower at the same bulk rate.
