@@ -71,14 +71,15 @@ const (
 	// 102; 4.5: 1,690 and 94; 5.5: 1,760 and 104). Corking the socket
 	// here, as at one P (cork.go), measured 1,209-1,480 and 111-147.
 	// Sessions 14-16 kept six frames. On the AMD EPYC VM of sessions
-	// 16-17 six put the ping's p50 at 0.56-0.74x smux's (a 3-round set,
-	// and 4 interleaved rounds in a slow hour), missing target 1, with
-	// the bulk at 0.94x the best other's; four marked twice, in 8 pairs
+	// 16-17 six put the ping's p50 at 0.56x smux's in a 3-round set and
+	// at 0.61-1.11x the best other's in 4 interleaved rounds of a slow
+	// hour, missing target 1, with the bulk at 0.94x the best other's
+	// (the set); four marked twice, in 8 pairs
 	// against six: p50 x0.70, p99 x0.72, bulk x0.93 (beside one bulk
 	// stream p50 x0.91, p99 x0.82, bulk x0.92; lone streams, whose
 	// budget is above this floor, and small messages within the pairs'
-	// spread), and in 4 rounds with the others: p50 0.38-0.52x smux's,
-	// bulk 0.80-0.97x the best other's. The Intel VM's 0.77-0.81x bulk
+	// spread), and in 4 rounds with the others: p50 0.38-0.52x the best
+	// other's, bulk 0.86-1.03x. The Intel VM's 0.77-0.81x bulk
 	// with four frames (above) is that target's other edge.
 	sharedDecryptInflight = 4 * 64 * 1024
 	// sharedDecryptMarkers is how many markers a budget of
