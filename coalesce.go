@@ -653,8 +653,8 @@ func (w *writer) hasWorkLocked() bool {
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn; a lone
-// stream gets loneParallelScale budgets with more than one P once it has
-// sent alone for loneQuiet (loneScale); streams sending by reference on
+// stream gets more budgets once it has sent alone for loneQuiet
+// (loneScale, loneBudgets); streams sending by reference on
 // a conn whose peer's read loop is busy (several, or one that has not
 // been alone for loneQuiet) get at least sharedDecryptInflight, marked
 // sharedDecryptMarkers times while that floor sizes it (inflight.go). mu
@@ -669,19 +669,20 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	}
 }
 
-// loneScale is how many budgets the next frames get: loneParallelScale
-// while one stream has sent alone for loneQuiet, with more than one P;
-// one otherwise. Other streams' frames in the ring restart the quiet:
-// the lone budget is what the next small frame of another stream waits
-// behind, and a stream that spoke within loneQuiet (a request beside a
-// transfer, a ping-pong) is likely to speak again soon. The clock is
-// read only during a quiet, not per batch of a session that is lone
-// throughout (the idle ping-pong, one-stream bulk). mu held.
+// loneScale is how many budgets the next frames get: loneBudgets while
+// one stream has sent alone for loneQuiet, one otherwise. Other streams'
+// frames in the ring restart the quiet, and so do another stream's
+// by-reference frames (takeRefSwitch: streams that take turns, each
+// written inline, are never together in the ring): the lone budget is
+// what the next small frame of another stream waits behind, and a stream
+// that spoke within loneQuiet (a request beside a transfer, a ping-pong)
+// is likely to speak again soon. The clock is read only during a quiet,
+// not per batch of a session that is lone throughout (the idle
+// ping-pong, one-stream bulk). mu held.
 func (w *writer) loneScale(lone bool) int {
+	switched := w.sched.takeRefSwitch()
 	switch {
-	case !w.parallel:
-		return 1
-	case !lone:
+	case !lone || switched:
 		w.shared = true
 		return 1
 	case w.shared:
@@ -694,7 +695,22 @@ func (w *writer) loneScale(lone bool) int {
 		}
 		w.loneAfter = time.Time{}
 	}
-	return loneParallelScale
+	return w.loneBudgets()
+}
+
+// loneBudgets is how many budgets a stream that has sent alone for
+// loneQuiet gets: loneParallelScale with more than one P; at one P,
+// loneSerialScale on a conn with writev while its frames carry at most
+// loneSerialFrame (the last one sized, none yet: one budget), and one
+// otherwise (see loneSerialScale). mu held.
+func (w *writer) loneBudgets() int {
+	switch {
+	case w.parallel:
+		return loneParallelScale
+	case w.writev && w.sched.lastRef > 0 && w.sched.lastRef <= loneSerialFrame:
+		return loneSerialScale
+	}
+	return 1
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

@@ -120,8 +120,34 @@ const (
 	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
 	// colder caches).
 	loneParallelScale = 4
+	// loneSerialScale is the lone stream's budgets at one P on a conn
+	// with writev (TCP), while its frames carry at most loneSerialFrame.
+	// There the two ends take turns on the core, and each budget is a
+	// turn: the writer stops for the marker's pong, the peer's read loop
+	// reads the budget's frames, and every turn costs both ends a
+	// scheduler poll, a pong and wake-ups (0.8 polls a 64 KiB message
+	// against raw TCP's 0.04, perf stat). Two budgets halve the turns.
+	// The receiver's Read lends its buffer to the first frame of a turn
+	// only (the others arrive before the Read that took it runs again,
+	// lend.go), so a turn of large frames pays a copy for each frame
+	// after the first: with 256 KiB frames two budgets are two frames a
+	// turn, and measured x0.60 (10 pairs); such frames keep one budget,
+	// a frame a turn, each lent. Paired runs at GOMAXPROCS 1 (session
+	// 17, 10 pairs, against one budget): one-stream bulk x1.14 (9 of
+	// 10), 64 KiB notifications x1.20 (7 of 10), 256 KiB x1.07 (8 of
+	// 10); the ping beside one bulk stream and beside 10 (not lone, or
+	// within loneQuiet) within the pairs' spread. Over TLS, before lent
+	// bytes were credited at give-back, four budgets at one P measured
+	// notifications x0.79-0.89 (session 16).
+	loneSerialScale = 2
+	// loneSerialFrame is the largest frame loneSerialScale is for: half
+	// a least budget, so that a turn of two budgets carries at least four
+	// frames, the copies of the three that are not lent costing less than
+	// the turn saved (a 64 KiB frame, and one of 64 KiB with a length
+	// prefix riding in it, refFrameLen).
+	loneSerialFrame = minInflight / 2
 	// loneQuiet is how long one stream must have sent alone before it
-	// gets loneParallelScale budgets (writer.loneScale): the lone budget
+	// gets more budgets (writer.loneScale, loneBudgets): the lone budget
 	// is what the next small frame of another stream waits behind, so a
 	// stream that had frames in the ring within loneQuiet (a request
 	// beside a transfer, a ping-pong: their gaps are a round trip or a

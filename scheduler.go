@@ -18,11 +18,18 @@ type scheduler struct {
 	frameMax   int // the payload of a by-reference write's frames but its last
 	loneFrame  int // the same while one stream alone sends (writerate.go); at least frameMax
 	frameLimit int // the codec's bound on a data frame's payload; 0 means none
-	ring       []*streamSend
-	ringSpare  []*streamSend // the ring's other buffer, swapped per batch
-	freeQueues []*sendQueue  // empty send queues kept for reuse
-	queued     int           // copied stream bytes queued in all streams
-	merge      bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
+	// What refFrameLen last sized, for the in-flight bound's lone
+	// budgets (writer.loneScale, loneBudgets): the payload (0 before
+	// any), whose stream, and whether a stream other than the one before
+	// sized a frame since takeRefSwitch last looked.
+	lastRef     int
+	refSender   *streamSend
+	refSwitched bool
+	ring        []*streamSend
+	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
+	freeQueues  []*sendQueue  // empty send queues kept for reuse
+	queued      int           // copied stream bytes queued in all streams
+	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
 }
 
 // newScheduler makes a scheduler for batches of maxBatch bytes. A frame of
@@ -43,16 +50,20 @@ func newScheduler(c codec, maxBatch int) scheduler {
 // A Write of 64 KiB plus a 4-byte length prefix is then one frame and one
 // batch, not a second, 4-byte frame with a batch, a system call (and, over
 // TLS, a record) of its own.
-// While one stream alone sends, its frames carry up to loneFrame.
-func (sc *scheduler) refFrameLen(rest int) int {
+// While one stream alone sends, its frames carry up to loneFrame. The
+// size and s, the stream, are kept (lastRef, refSender, refSwitched).
+func (sc *scheduler) refFrameLen(s *streamSend, rest int) int {
+	sc.refSwitched = sc.refSwitched || sc.refSender != nil && sc.refSender != s
+	sc.refSender = s
 	frameMax := sc.frameMax
 	if !sc.cutsAtRoom() {
 		frameMax = sc.loneFrame
 	}
+	sc.lastRef = frameMax
 	if rest-frameMax < frameMax/remainderShare && (sc.frameLimit == 0 || rest <= sc.frameLimit) {
-		return rest
+		sc.lastRef = rest
 	}
-	return frameMax
+	return sc.lastRef
 }
 
 // minRefCut is the least payload of a by-reference frame cut at the
@@ -66,6 +77,15 @@ const minRefCut = 8 * 1024
 // frame within 1.25 batches, so the batch bound still bounds what a small
 // frame waits behind.
 const remainderShare = 4
+
+// takeRefSwitch reports whether frames of more than one stream were sized
+// by reference since it last looked (streams that write in turn, each
+// alone in the ring at its turn, as at one P), and clears it.
+func (sc *scheduler) takeRefSwitch() bool {
+	switched := sc.refSwitched
+	sc.refSwitched = false
+	return switched
+}
 
 // cutsAtRoom tells whether take cuts a by-reference frame at the
 // in-flight bound's room: while more than one stream is in the ring, so
@@ -311,7 +331,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 				progress = true
 			}
 			for q.endHead == len(q.ends) && q.hasRef {
-				p := sc.refFrameLen(len(q.ref.rest))
+				p := sc.refFrameLen(s, len(q.ref.rest))
 				if cut && size+headerSize+p > refLimit {
 					// Cut at the bound's room, so that the bound
 					// leaves copySlack for small frames (a whole

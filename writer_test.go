@@ -367,9 +367,12 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // round trip runs beside the writes, a lone stream's budget is
 // loneParallelScale times larger; once a second stream sends it is back to
 // one budget (sharedDecryptInflight's, on this conn without writev), and
-// with one P it never grows. On a writev conn the same holds whatever a
-// lone stream's frames' size (no floor: see loneParallelScale), and the
-// budget is back to one once a second stream sends.
+// with one P on this conn it never grows. On a writev conn the same holds
+// with more than one P whatever a lone stream's frames' size (no floor:
+// see loneParallelScale); with one P a lone stream whose frames are at
+// most loneSerialFrame gets loneSerialScale budgets once a frame was
+// sized, larger frames one (a frame a turn, each lent); and the budget is
+// back to one once a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -404,6 +407,19 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 				want *= loneParallelScale
 			}
 			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte writes, parallel %v", size, parallel)
+			w.sched.refFrameLen(&a, size) // its first frame is sized
+			require.True(t, w.hasWorkLocked())
+			switch {
+			case parallel:
+			case size <= loneSerialFrame:
+				want = loneSerialScale * minInflight
+			default:
+				want = minInflight
+			}
+			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte frames, parallel %v", size, parallel)
+			if !parallel && size <= loneSerialFrame {
+				require.Greater(t, w.bound.budget, minInflight, "one P, small frames: fewer turns")
+			}
 			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 			require.True(t, w.hasWorkLocked())
 			require.Equal(t, minInflight, w.bound.budget, "writev, two streams, parallel %v", parallel)
@@ -447,6 +463,38 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
 		w.stopMarkerTimer()
+	}
+}
+
+// TestWriterLoneTakesTurns: streams that send by reference in turn, each
+// alone in the ring at its turn (written inline, as at one P), do not get
+// the lone budgets: another stream's frame restarts the quiet, however
+// long ago it began. One stream that then sends alone gets them once the
+// quiet is over.
+func TestWriterLoneTakesTurns(t *testing.T) {
+	for _, parallel := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, writev: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
+		lone := loneParallelScale * minInflight
+		if !parallel {
+			lone = loneSerialScale * minInflight
+		}
+		var a, b streamSend
+		w.sched.refFrameLen(&a, 64<<10)
+		w.sizeBudgetLocked(true)
+		require.Equal(t, lone, w.bound.budget, "parallel %v: one stream, alone from the start", parallel)
+		for i, s := range []*streamSend{&b, &a, &b, &a} {
+			w.loneAfter = time.Now().Add(-time.Second) // any quiet would be over
+			w.sched.refFrameLen(s, 64<<10)
+			w.sizeBudgetLocked(true)
+			require.Equal(t, minInflight, w.bound.budget, "parallel %v: turn %d, another stream's frame", parallel, i)
+		}
+		w.sched.refFrameLen(&a, 64<<10)
+		w.sizeBudgetLocked(true)
+		require.Equal(t, minInflight, w.bound.budget, "parallel %v: alone again, within the quiet", parallel)
+		w.loneAfter = time.Now() // the quiet is over
+		w.sched.refFrameLen(&a, 64<<10)
+		w.sizeBudgetLocked(true)
+		require.Equal(t, lone, w.bound.budget, "parallel %v: alone for loneQuiet", parallel)
 	}
 }
 
