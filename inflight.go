@@ -133,12 +133,12 @@ const (
 	// after the first: with 256 KiB frames two budgets are two frames a
 	// turn, and measured x0.60 (10 pairs); such frames keep one budget,
 	// a frame a turn, each lent. Paired runs at GOMAXPROCS 1 (session
-	// 17, 10 pairs, against one budget): one-stream bulk x1.14 (9 of
-	// 10), 64 KiB notifications x1.20 (7 of 10), 256 KiB x1.07 (8 of
-	// 10); the ping beside one bulk stream and beside 10 (not lone, or
-	// within loneQuiet) within the pairs' spread. Over TLS, before lent
-	// bytes were credited at give-back, four budgets at one P measured
-	// notifications x0.79-0.89 (session 16).
+	// 17, three sets of 8-10 pairs against one budget): one-stream bulk
+	// x1.14-1.24, 64 KiB notifications x1.17-1.27, 256 KiB x0.97-1.17;
+	// the ping beside one bulk stream and beside 10 (not lone, or within
+	// loneQuiet) within the pairs' spread. Over TLS two budgets measured
+	// 64 KiB notifications x0.87 and 256 KiB x0.84 (8 pairs; four,
+	// session 16: x0.79-0.89), so a conn without writev keeps one.
 	loneSerialScale = 2
 	// loneSerialFrame is the largest frame loneSerialScale is for: half
 	// a least budget, so that a turn of two budgets carries at least four
