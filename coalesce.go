@@ -699,15 +699,18 @@ func (w *writer) loneScale(lone bool) int {
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for
-// loneQuiet gets: loneParallelScale with more than one P; at one P,
-// loneSerialScale on a conn with writev while its frames carry at most
-// loneSerialFrame (the last one sized, none yet: one budget), and one
-// otherwise (see loneSerialScale). mu held.
+// loneQuiet gets. On a conn without writev (TLS, noise):
+// loneParallelScale with more than one P, one at one P. On a conn with
+// writev (TCP) they follow its frames (the last one sized; none yet
+// counts as large): while they carry at most loneSmallFrame,
+// loneParallelScale with more than one P and loneSerialScale at one P;
+// larger frames get one budget (see loneSmallFrame). mu held.
 func (w *writer) loneBudgets() int {
+	small := w.sched.lastRef > 0 && w.sched.lastRef <= loneSmallFrame
 	switch {
-	case w.parallel:
+	case !w.writev && w.parallel, w.writev && small && w.parallel:
 		return loneParallelScale
-	case w.writev && w.sched.lastRef > 0 && w.sched.lastRef <= loneSerialFrame:
+	case w.writev && small:
 		return loneSerialScale
 	}
 	return 1

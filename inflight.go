@@ -121,7 +121,7 @@ const (
 	// colder caches).
 	loneParallelScale = 4
 	// loneSerialScale is the lone stream's budgets at one P on a conn
-	// with writev (TCP), while its frames carry at most loneSerialFrame.
+	// with writev (TCP), while its frames carry at most loneSmallFrame.
 	// There the two ends take turns on the core, and each budget is a
 	// turn: the writer stops for the marker's pong, the peer's read loop
 	// reads the budget's frames, and every turn costs both ends a
@@ -140,12 +140,25 @@ const (
 	// 64 KiB notifications x0.87 and 256 KiB x0.84 (8 pairs; four,
 	// session 16: x0.79-0.89), so a conn without writev keeps one.
 	loneSerialScale = 2
-	// loneSerialFrame is the largest frame loneSerialScale is for: half
-	// a least budget, so that a turn of two budgets carries at least four
-	// frames, the copies of the three that are not lent costing less than
-	// the turn saved (a 64 KiB frame, and one of 64 KiB with a length
-	// prefix riding in it, refFrameLen).
-	loneSerialFrame = minInflight / 2
+	// loneSmallFrame is the largest frame a lone stream on a conn with
+	// writev (TCP) gets more than one budget for (loneSerialScale at one
+	// P, loneParallelScale at more): half a least budget, so that two
+	// budgets carry at least four frames (a 64 KiB frame, and one of 64
+	// KiB with a length prefix riding in it, refFrameLen). A Read lends
+	// its buffer to the first frame that comes while it waits, and the
+	// frames that come before it runs again are copied through the
+	// stream's buffer (lend.go); more frames in flight are more of those,
+	// and for large frames the copies cost more than the turns the
+	// budgets save. 500 x 256 KiB notifications on TCP, paired against
+	// the budgets small frames get (session 17): at one P two budgets
+	// x0.60 (10 pairs); at two P one budget against four x1.13 and x1.20
+	// (7 of 8 and 9 of 10 pairs), two against four x0.93, eight x0.79.
+	// (Session 16 had seen four against one x0.94 at two P, before the
+	// lent bytes' credit.) Over TLS crypto/tls decrypts into its own
+	// buffer, lending saves less, and four budgets measured 256 KiB
+	// x1.19 at two P (loneParallelScale), so a conn without writev keeps
+	// them.
+	loneSmallFrame = minInflight / 2
 	// loneQuiet is how long one stream must have sent alone before it
 	// gets more budgets (writer.loneScale, loneBudgets): the lone budget
 	// is what the next small frame of another stream waits behind, so a

@@ -367,12 +367,12 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // round trip runs beside the writes, a lone stream's budget is
 // loneParallelScale times larger; once a second stream sends it is back to
 // one budget (sharedDecryptInflight's, on this conn without writev), and
-// with one P on this conn it never grows. On a writev conn the same holds
-// with more than one P whatever a lone stream's frames' size (no floor:
-// see loneParallelScale); with one P a lone stream whose frames are at
-// most loneSerialFrame gets loneSerialScale budgets once a frame was
-// sized, larger frames one (a frame a turn, each lent); and the budget is
-// back to one once a second stream sends.
+// with one P on this conn it never grows. On a writev conn the lone
+// budgets follow the frames' size: before any frame was sized, and for
+// frames larger than loneSmallFrame, one budget (no floor: see
+// loneParallelScale); for small frames loneParallelScale with more than
+// one P and loneSerialScale with one; and the budget is back to one once
+// a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -402,23 +402,22 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			var a, b streamSend
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
 			require.True(t, w.hasWorkLocked())
-			want := minInflight
-			if parallel {
-				want *= loneParallelScale
-			}
-			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte writes, parallel %v", size, parallel)
+			require.Equal(t, minInflight, w.bound.budget, "writev, a lone stream's %d-byte writes before a frame was sized, parallel %v", size, parallel)
 			w.sched.refFrameLen(&a, size) // its first frame is sized
 			require.True(t, w.hasWorkLocked())
+			want := minInflight
 			switch {
+			case size > loneSmallFrame:
 			case parallel:
-			case size <= loneSerialFrame:
-				want = loneSerialScale * minInflight
+				want = loneParallelScale * minInflight
 			default:
-				want = minInflight
+				want = loneSerialScale * minInflight
 			}
 			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte frames, parallel %v", size, parallel)
-			if !parallel && size <= loneSerialFrame {
-				require.Greater(t, w.bound.budget, minInflight, "one P, small frames: fewer turns")
+			if size <= loneSmallFrame {
+				require.Greater(t, w.bound.budget, minInflight, "small frames: fewer turns")
+			} else {
+				require.Equal(t, minInflight, w.bound.budget, "large frames: each lent")
 			}
 			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 			require.True(t, w.hasWorkLocked())
@@ -459,7 +458,8 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
-		w.loneAfter = time.Now() // the quiet is over
+		w.loneAfter = time.Now()              // the quiet is over
+		w.sched.refFrameLen(&c, len(payload)) // a 64 KiB frame: small (loneSmallFrame)
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
 		w.stopMarkerTimer()
