@@ -706,11 +706,12 @@ func (w *writer) loneScale(lone bool) int {
 // loneParallelScale with more than one P and loneSerialScale at one P;
 // larger frames get one budget (see loneSmallFrame). mu held.
 func (w *writer) loneBudgets() int {
-	small := w.sched.lastRef > 0 && w.sched.lastRef <= loneSmallFrame
 	switch {
-	case !w.writev && w.parallel, w.writev && small && w.parallel:
+	case w.writev && (w.sched.lastRef == 0 || w.sched.lastRef > loneSmallFrame):
+		return 1 // large frames: one a turn, each lent
+	case w.parallel:
 		return loneParallelScale
-	case w.writev && small:
+	case w.writev:
 		return loneSerialScale
 	}
 	return 1

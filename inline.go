@@ -146,7 +146,7 @@ func (w *writer) inlineRefLocked(s *streamSend, h header, payload []byte, cancel
 	}()
 	for len(payload) > 0 && w.inlineRefAllowedLocked(cancel) {
 		w.refreshLoneFrameLocked()
-		n := w.sched.refFrameLen(s, len(payload))
+		n := w.sched.refFrameLen(h.streamID, len(payload))
 		w.sizeBudgetLocked(true)
 		room := w.bound.refRoom()
 		if room == 0 {

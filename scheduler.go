@@ -20,10 +20,12 @@ type scheduler struct {
 	frameLimit int // the codec's bound on a data frame's payload; 0 means none
 	// What refFrameLen last sized, for the in-flight bound's lone
 	// budgets (writer.loneScale, loneBudgets): the payload (0 before
-	// any), whose stream, and whether a stream other than the one before
-	// sized a frame since takeRefSwitch last looked.
+	// any), its stream's ID (an ID, not the stream's send state, so that
+	// a finished stream is not kept alive by it), and whether a stream
+	// other than the one before sized a frame since takeRefSwitch last
+	// looked.
 	lastRef     int
-	refSender   *streamSend
+	refStream   uint32
 	refSwitched bool
 	ring        []*streamSend
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
@@ -51,10 +53,10 @@ func newScheduler(c codec, maxBatch int) scheduler {
 // batch, not a second, 4-byte frame with a batch, a system call (and, over
 // TLS, a record) of its own.
 // While one stream alone sends, its frames carry up to loneFrame. The
-// size and s, the stream, are kept (lastRef, refSender, refSwitched).
-func (sc *scheduler) refFrameLen(s *streamSend, rest int) int {
-	sc.refSwitched = sc.refSwitched || sc.refSender != nil && sc.refSender != s
-	sc.refSender = s
+// size and the stream, id, are kept (lastRef, refStream, refSwitched).
+func (sc *scheduler) refFrameLen(id uint32, rest int) int {
+	sc.refSwitched = sc.refSwitched || sc.refStream != 0 && sc.refStream != id // 0: none yet (stream 0 is the session's)
+	sc.refStream = id
 	frameMax := sc.frameMax
 	if !sc.cutsAtRoom() {
 		frameMax = sc.loneFrame
@@ -331,7 +333,7 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 				progress = true
 			}
 			for q.endHead == len(q.ends) && q.hasRef {
-				p := sc.refFrameLen(s, len(q.ref.rest))
+				p := sc.refFrameLen(q.ref.h.streamID, len(q.ref.rest))
 				if cut && size+headerSize+p > refLimit {
 					// Cut at the bound's room, so that the bound
 					// leaves copySlack for small frames (a whole

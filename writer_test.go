@@ -403,7 +403,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
 			require.True(t, w.hasWorkLocked())
 			require.Equal(t, minInflight, w.bound.budget, "writev, a lone stream's %d-byte writes before a frame was sized, parallel %v", size, parallel)
-			w.sched.refFrameLen(&a, size) // its first frame is sized
+			w.sched.refFrameLen(1, size) // its first frame is sized
 			require.True(t, w.hasWorkLocked())
 			want := minInflight
 			switch {
@@ -458,8 +458,8 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
-		w.loneAfter = time.Now()              // the quiet is over
-		w.sched.refFrameLen(&c, len(payload)) // a 64 KiB frame: small (loneSmallFrame)
+		w.loneAfter = time.Now()             // the quiet is over
+		w.sched.refFrameLen(5, len(payload)) // a 64 KiB frame: small (loneSmallFrame)
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
 		w.stopMarkerTimer()
@@ -478,21 +478,21 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 		if !parallel {
 			lone = loneSerialScale * minInflight
 		}
-		var a, b streamSend
-		w.sched.refFrameLen(&a, 64<<10)
+		const a, b = 1, 3 // two streams' IDs
+		w.sched.refFrameLen(a, 64<<10)
 		w.sizeBudgetLocked(true)
 		require.Equal(t, lone, w.bound.budget, "parallel %v: one stream, alone from the start", parallel)
-		for i, s := range []*streamSend{&b, &a, &b, &a} {
+		for i, id := range []uint32{b, a, b, a} {
 			w.loneAfter = time.Now().Add(-time.Second) // any quiet would be over
-			w.sched.refFrameLen(s, 64<<10)
+			w.sched.refFrameLen(id, 64<<10)
 			w.sizeBudgetLocked(true)
 			require.Equal(t, minInflight, w.bound.budget, "parallel %v: turn %d, another stream's frame", parallel, i)
 		}
-		w.sched.refFrameLen(&a, 64<<10)
+		w.sched.refFrameLen(a, 64<<10)
 		w.sizeBudgetLocked(true)
 		require.Equal(t, minInflight, w.bound.budget, "parallel %v: alone again, within the quiet", parallel)
 		w.loneAfter = time.Now() // the quiet is over
-		w.sched.refFrameLen(&a, 64<<10)
+		w.sched.refFrameLen(a, 64<<10)
 		w.sizeBudgetLocked(true)
 		require.Equal(t, lone, w.bound.budget, "parallel %v: alone for loneQuiet", parallel)
 	}
