@@ -293,25 +293,35 @@ func TestSendRefDeadlineCopies(t *testing.T) {
 	require.Zero(t, <-drained, "bytes after the payload")
 }
 
-// TestWriteBatchSendsMarkerNow: on a conn without writev, a batch that
-// ends with a marker ping is written whole, its final partial record too:
-// the marker's pong frees the in-flight budget, and kept for the next
-// batch it would wait for that batch's write. A batch without a marker
-// keeps its partial record (TestWriteFlatWholeRecords).
+// TestWriteBatchSendsMarkerNow: on a conn without writev, with more than
+// one P, a batch that ends with a marker ping is written whole, its final
+// partial record too: the marker's pong frees the in-flight budget, and
+// kept for the next batch it would wait for that batch's write. At one P
+// the peer reads only once this side blocks, and run writes the kept
+// record before it parks, so the marker is kept like any partial record.
+// A batch without a marker keeps its partial record
+// (TestWriteFlatWholeRecords).
 func TestWriteBatchSendsMarkerNow(t *testing.T) {
-	for _, marker := range []bool{false, true} {
+	for _, tc := range []struct {
+		marker, parallel, whole bool
+	}{
+		{marker: false, parallel: true, whole: false},
+		{marker: true, parallel: true, whole: true},
+		{marker: false, parallel: false, whole: false},
+		{marker: true, parallel: false, whole: false},
+	} {
 		c1, c2 := net.Pipe()
 		got := make(chan int, 1)
 		go func() {
 			b, _ := io.ReadAll(c2)
 			got <- len(b)
 		}()
-		w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, writeTimeout: time.Minute}
+		w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, parallel: tc.parallel, writeTimeout: time.Minute}
 		payload := make([]byte, 64<<10)
 		hdr, hn := w.codec.encodeData(header{typ: typeData, streamID: 1, length: uint32(len(payload))})
 		w.b.refs = append(w.b.refs, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
 		want := hn + len(payload)
-		if marker {
+		if tc.marker {
 			w.b.tail = w.codec.appendHeader(nil, header{typ: typePing, flags: flagSYN, length: markerFlag | 1})
 			want += len(w.b.tail)
 		}
@@ -320,12 +330,12 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 		c1.Close()
 		written := <-got
 		c2.Close()
-		if marker {
-			require.Zero(t, kept, "a batch with a marker kept %d bytes", kept)
-			require.Equal(t, want, written)
+		if tc.whole {
+			require.Zero(t, kept, "%+v: the batch kept %d bytes", tc, kept)
+			require.Equal(t, want, written, "%+v", tc)
 		} else {
-			require.Equal(t, want%recordSize, kept, "the partial record is kept for the next batch")
-			require.Equal(t, want-kept, written)
+			require.Equal(t, want%recordSize, kept, "%+v: the partial record is kept for the next batch", tc)
+			require.Equal(t, want-kept, written, "%+v", tc)
 		}
 	}
 }
