@@ -161,7 +161,8 @@ type batch struct {
 	data     []byte      // copied stream frames
 	ends     []int       // end offset of each frame in data
 	refs     []refFrame  // by-reference frames, after data
-	tail     []byte      // a marker ping after the batch's data (inflight.go)
+	tail     []byte      // a marker ping after the batch's data (inflight.go), or before its last by-reference frame (markEarly)
+	early    bool        // tail goes before the last of refs (markEarly)
 	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
@@ -410,14 +411,35 @@ func (w *writer) takeLocked() {
 	}
 	b.data, b.ends, b.size = b.data[:0], b.ends[:0], len(b.ctrl)
 	w.sched.take(b, refLimit, limit)
-	b.tail = b.tail[:0]
+	b.tail, b.early = b.tail[:0], false
 	if w.bound.took(b.size - len(b.ctrl)) {
-		b.tail = w.codec.appendHeader(b.tail, header{typ: typePing, flags: flagSYN, length: w.bound.mark()})
+		at := w.bound.sent
+		if b.early = w.markEarly(); b.early {
+			last := &b.refs[len(b.refs)-1]
+			at -= uint64(int(last.hdrLen) + len(last.payload))
+		}
+		b.tail = w.codec.appendHeader(b.tail, header{typ: typePing, flags: flagSYN, length: w.bound.markAt(at)})
 	}
 	if w.room != nil {
 		close(w.room)
 		w.room = nil
 	}
+}
+
+// markEarly tells whether the marker due after the batch just taken goes
+// before its last by-reference frame instead, marking the bytes before
+// that frame. On a conn without writev, with more than one P, a marker at
+// the end of a batch makes it end with a short record of its own (it is
+// written whole, see writeBatch): a seal and a write(2) more per marker,
+// on the side that bounds one-stream TLS bulk. Before the last frame it
+// rides in a whole record, and its pong comes back sooner, for a frame
+// less. Only while budget is left after the batch: a marker that the
+// bound waits for (refRoom 0) must mark every byte, or its pong would
+// free too little to go on, and no new byte would carry the next marker.
+// mu held.
+func (w *writer) markEarly() bool {
+	b := &w.b
+	return !w.writev && w.parallel && w.coalesce && len(b.refs) > 0 && !b.awaited && w.bound.refRoom() > 0
 }
 
 // timedWriteBatch is writeBatch, timed for the write rate (timedWrite);
@@ -495,7 +517,8 @@ func (w *writer) writeBatch() error {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
 			corked := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs)) && w.cork.set(true)
-			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, took && (len(b.tail) == 0 || !w.parallel) && !b.awaited)
+			keep := took && (len(b.tail) == 0 || b.early || !w.parallel) && !b.awaited
+			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, keep)
 			if corked {
 				w.cork.set(false)
 			}
@@ -566,7 +589,8 @@ const recordSize = 16 * 1024
 
 // writeFlat writes a batch on a conn without writev: flat (the control and
 // copied frames, after the last batch's partial record), then the
-// by-reference frames, then tail. The security layer encrypts each Write
+// by-reference frames, then tail (a marker; before the last by-reference
+// frame when batch.early). The security layer encrypts each Write
 // into records of recordSize and a last, shorter one, and each record is
 // one system call, so writeFlat makes every Write but the last a whole
 // number of records: a payload is copied only up to the next record
@@ -578,8 +602,12 @@ const recordSize = 16 * 1024
 // never waits for anything but the write of what is already queued).
 // Without keep (the batch brought nothing new) everything is written.
 func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
-	for i := range w.b.refs {
-		f := &w.b.refs[i]
+	b := &w.b
+	for i := range b.refs {
+		f := &b.refs[i]
+		if b.early && i == len(b.refs)-1 {
+			flat = append(flat, tail...)
+		}
 		flat = append(flat, f.hdr[:f.hdrLen]...)
 		p := f.payload
 		head := (recordSize - len(flat)%recordSize) % recordSize
@@ -598,7 +626,9 @@ func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
 		}
 		flat = append(flat[:0], p[whole:]...)
 	}
-	flat = append(flat, tail...)
+	if !b.early {
+		flat = append(flat, tail...)
+	}
 	if !keep {
 		return flat[:0], w.write(flat)
 	}

@@ -308,10 +308,16 @@ func (f *inflight) markerEvery() int {
 }
 
 // mark returns a new marker's ping id for the bytes sent so far. mu held.
-func (f *inflight) mark() uint32 {
+func (f *inflight) mark() uint32 { return f.markAt(f.sent) }
+
+// markAt returns a new marker's ping id for the first at bytes sent (at
+// most sent: a marker written before a batch's last frame marks less,
+// see writer.markEarly); the next marker is due a share after all of
+// them. mu held.
+func (f *inflight) markAt(at uint64) uint32 {
 	f.seq++
 	id := markerFlag | f.seq&^markerFlag
-	f.markers = append(f.markers, marker{id: id, offset: f.sent, at: time.Now()})
+	f.markers = append(f.markers, marker{id: id, offset: min(at, f.sent), at: time.Now()})
 	f.marked = f.sent
 	return id
 }

@@ -293,6 +293,49 @@ func TestSendRefDeadlineCopies(t *testing.T) {
 	require.Zero(t, <-drained, "bytes after the payload")
 }
 
+// TestWriteBatchMarksBeforeLastFrame: a marker the writer places early
+// (markEarly: no writev, more than one P, budget left) goes between the
+// batch's last two by-reference frames, so the batch keeps its final
+// partial record as one without a marker does, and the marker marks the
+// bytes before the last frame.
+func TestWriteBatchMarksBeforeLastFrame(t *testing.T) {
+	c1, c2 := net.Pipe()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c2)
+		got <- b
+	}()
+	w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, parallel: true, writeTimeout: time.Minute}
+	w.bound.budget = 4 * minInflight
+	payload := make([]byte, 64<<10)
+	for id := uint32(1); id <= 2; id++ {
+		hdr, hn := w.codec.encodeData(header{typ: typeData, streamID: id, length: uint32(len(payload))})
+		w.b.refs = append(w.b.refs, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
+		w.b.size += hn + len(payload)
+	}
+	frame := w.b.size / 2
+	w.bound.sent = uint64(w.bound.markerEvery()) // a marker is due after this batch
+	require.True(t, w.bound.took(w.b.size))
+	require.True(t, w.markEarly())
+	w.b.early = true
+	w.b.tail = w.codec.appendHeader(nil, header{typ: typePing, flags: flagSYN, length: w.bound.markAt(w.bound.sent - uint64(frame))})
+	require.Equal(t, w.bound.sent-uint64(frame), w.bound.markers[0].offset, "the marker marks the bytes before the last frame")
+	require.Equal(t, w.bound.sent, w.bound.marked, "the next marker is due a share after every byte taken")
+
+	require.NoError(t, w.writeBatch())
+	kept := len(w.flat)
+	c1.Close()
+	written := <-got
+	c2.Close()
+	total := 2*frame + len(w.b.tail)
+	require.Equal(t, total%recordSize, kept, "the final partial record is kept for the next batch")
+	require.Equal(t, total-kept, len(written))
+	require.Equal(t, w.b.tail, written[frame:frame+len(w.b.tail)], "the marker is written between the two frames")
+
+	w.bound.sent = w.bound.acked + uint64(w.bound.budget) // no budget left: the marker must mark it all
+	require.False(t, w.markEarly())
+}
+
 // TestWriteBatchSendsMarkerNow: on a conn without writev, with more than
 // one P, a batch that ends with a marker ping is written whole, its final
 // partial record too: the marker's pong frees the in-flight budget, and
