@@ -1,0 +1,217 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/braidmux/braid/internal/tlstest"
+)
+
+const (
+	messageSize = 64 * 1024 // one Write, as the Bulk benchmark's
+	readSize    = 8 * 1024  // io.Discard's reads, as the Bulk benchmark's reader
+	reverseSize = 12        // a yamux header: a window update or a pong
+	relayDepth  = 16        // messages the relay's reader may hold ahead of its consumer
+)
+
+// shape is one way of moving the messages over a TLS conn.
+type shape struct {
+	name    string
+	handoff bool // the writer's side writes through a writer goroutine
+	relay   bool // the reader's side reads through a reader goroutine and a copy
+	reverse bool // the reader writes reverseSize bytes back every message
+	queued  bool // with reverse: through a writer goroutine of the reader's side, as a muxer's window updates and pongs
+}
+
+// shapes are what run measures, raw first (the ratios' base).
+var shapes = []shape{
+	{name: "raw"},
+	{name: "reverse", reverse: true},
+	{name: "handoff", handoff: true},
+	{name: "relay", relay: true},
+	{name: "relay+handoff", relay: true, handoff: true},
+	{name: "relay+handoff+reverse", relay: true, handoff: true, reverse: true},
+	{name: "relay+handoff+queued reverse", relay: true, handoff: true, reverse: true, queued: true},
+}
+
+// run moves messages of messageSize over a fresh loopback TLS conn in s's
+// shape and returns the rate in MB/s, from the first write to the last
+// byte read.
+func (s shape) run(messages int) (float64, error) {
+	w, r, err := tlsPair()
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	defer r.Close()
+	total := int64(messages) * messageSize
+	var wg sync.WaitGroup
+	if s.reverse {
+		wg.Add(1)
+		go func() { // the writer's side reads what comes back, until the conn closes
+			defer wg.Done()
+			_, _ = io.Copy(io.Discard, w)
+		}()
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := s.receive(r, total)
+		if err != nil {
+			w.Close() // a writer blocked on a full conn returns
+		}
+		done <- err
+	}()
+	start := time.Now()
+	werr := s.send(w, messages)
+	rerr := <-done
+	elapsed := time.Since(start)
+	w.Close()
+	r.Close()
+	wg.Wait()
+	if err := errors.Join(werr, rerr); err != nil {
+		return 0, err
+	}
+	return float64(total) / elapsed.Seconds() / 1e6, nil
+}
+
+// send writes the messages to w, itself or through a writer goroutine.
+func (s shape) send(w net.Conn, messages int) error {
+	msg := make([]byte, messageSize)
+	if !s.handoff {
+		for range messages {
+			if _, err := w.Write(msg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	req := make(chan []byte)
+	written := make(chan error)
+	go func() { // the writer goroutine: one message at a time, as a by-reference Write
+		for b := range req {
+			_, err := w.Write(b)
+			written <- err
+		}
+	}()
+	defer close(req)
+	for range messages {
+		req <- msg
+		if err := <-written; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receive reads total bytes from r, itself or through a relay, writing
+// reverseSize bytes back every message in the reverse shapes.
+func (s shape) receive(r net.Conn, total int64) error {
+	back := make([]byte, reverseSize)
+	if !s.relay {
+		buf := make([]byte, readSize)
+		next := int64(messageSize)
+		for got := int64(0); got < total; {
+			n, err := r.Read(buf)
+			got += int64(n)
+			if err != nil {
+				return err
+			}
+			if s.reverse && got >= next {
+				if _, err := r.Write(back); err != nil {
+					return err
+				}
+				next += messageSize
+			}
+		}
+		return nil
+	}
+	var backs chan struct{}
+	if s.queued {
+		backs = make(chan struct{}, relayDepth)
+		backErr := make(chan error, 1)
+		go func() { // the reader's side's writer: coalesces what is queued while it writes
+			var err error
+			for range backs {
+				if err == nil {
+					_, err = r.Write(back)
+				}
+			}
+			backErr <- err
+		}()
+		defer func() { <-backErr }()
+		defer close(backs)
+	}
+	full := make(chan []byte, relayDepth)
+	free := make(chan []byte, relayDepth+2)
+	for range cap(free) {
+		free <- make([]byte, messageSize)
+	}
+	readErr := make(chan error, 1)
+	go func() { // the relay's reader: whole messages, as a muxer's read loop
+		defer close(full)
+		for got := int64(0); got < total; got += messageSize {
+			b := <-free
+			if _, err := io.ReadFull(r, b); err != nil {
+				readErr <- err
+				return
+			}
+			full <- b
+			if s.queued {
+				backs <- struct{}{}
+			} else if s.reverse {
+				if _, err := r.Write(back); err != nil {
+					readErr <- err
+					return
+				}
+			}
+		}
+		readErr <- nil
+	}()
+	out := make([]byte, readSize)
+	for b := range full { // the consumer: a stream's Reads, copying out
+		for p := b; len(p) > 0; {
+			p = p[copy(out, p):]
+		}
+		free <- b
+	}
+	return <-readErr
+}
+
+// tlsPair connects two loopback TCP conns and secures them with TLS 1.3.
+func tlsPair() (w, r net.Conn, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	acceptErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		acceptErr <- err
+		accepted <- c
+	}()
+	c1, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := <-acceptErr; err != nil {
+		c1.Close()
+		return nil, nil, err
+	}
+	c2 := <-accepted
+	sec, err := tlstest.New()
+	if err != nil {
+		c1.Close()
+		c2.Close()
+		return nil, nil, err
+	}
+	t1, t2, err := sec.Pair(c1, c2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t1, t2, nil
+}
