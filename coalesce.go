@@ -268,11 +268,13 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 // A goroutine woken by a channel send runs on the waker's P once the
 // waker blocks; a trace of TLS bulk at GOMAXPROCS 2 put ~18 µs of
 // scheduling delay on every pong, most of the marker's round trip that
-// bounds one stream's throughput. The read loop's yield after queuing a
-// pong measured in paired runs: TLS bulk +12 % (8 of 8), the loaded
-// ping's p50 -23 % (6 of 6); over plain TCP, whose read loop parks between
-// reads, the same yield cost bulk 11 %, and at GOMAXPROCS 1 it puts the
-// read loop behind every runnable goroutine (p50 4x worse, session 3).
+// bounds one stream's throughput. So while several streams send bulk
+// the read loop waits for its pong's write (handoff.go); a yield after
+// queuing a pong while one stream sends (TLS bulk +12 % at cd5d566)
+// is gone since session 18 (handoff.go). Over plain TCP, whose read loop
+// parks between reads, the same yield cost bulk 11 %, and at GOMAXPROCS 1
+// it puts the read loop behind every runnable goroutine (p50 4x worse,
+// session 3).
 func (w *writer) busyReadLoop() bool { return !w.writev && w.parallel }
 
 // queuePong queues a ping reply unless too many are queued already.

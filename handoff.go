@@ -25,7 +25,18 @@ import (
 //     of small messages, each frame for a waiting Read, measured 17 %
 //     fewer messages when every such frame yielded.
 //   - A marker's pong while one stream sends bulk: the read loop queues
-//     it and yields, so the writer it woke writes it (see busyReadLoop).
+//     it and reads on; the writer it woke writes it from the other P.
+//     Until session 18 it yielded too, so that the writer ran at once
+//     (busyReadLoop: TLS bulk +12 % when measured at cd5d566); with
+//     the markers of session 18 (a whole budget's worth of frames between
+//     two, a marker riding in a whole record) the yield cost more than
+//     it bought: without it, in paired runs over TLS at GOMAXPROCS 2 (16
+//     pairs), one-stream bulk x1.04 and x1.12, notifications of 64 KiB
+//     x1.01-1.05 and of 256 KiB x1.04-1.07, the ping beside one or ten
+//     bulk streams within the spread; the go-libp2p hosts over noise
+//     (5 rounds each) +4 % and +8 %. The yield sent the read loop, the
+//     receiver's bottleneck, to the back of the global run queue once
+//     per marker.
 //   - A marker's pong while several streams send bulk: the read loop waits
 //     until the writer has written it (answerMarkerAndWait), at most
 //     pongWaitMax. A yield puts the read loop at the back of the global run
@@ -130,8 +141,7 @@ func (s *Session) answerMarker(id uint32) {
 			runtime.Gosched()
 		}
 	default:
-		s.w.queuePong(id)
-		runtime.Gosched()
+		s.w.queuePong(id) // and read on (see the top of the file)
 	}
 }
 
