@@ -63,3 +63,16 @@ func sessionPairOver(t testing.TB, c1, c2 net.Conn, cfg *Config) (*Session, *Ses
 	})
 	return client, server
 }
+
+// maxFloodPongs bounds the pongs a session answers to a ping flood from a
+// peer that reads nothing until the flood is read: on a conn without
+// writev (net.Pipe, as the flood tests use) the writer keeps each batch's
+// final partial record for the next batch (writeFlat), so its first write
+// that can block comes only once a whole record of pongs is buffered (less
+// than a record kept, and one batch of at most maxQueuedPongs); then at most
+// maxQueuedPongs more queue behind the blocked write, and the rest of the
+// flood is dropped. So the bound is a record's worth of pongs and two
+// batches, not the unbounded queue the tests rule out.
+func maxFloodPongs() int {
+	return (recordSize-1)/headerSize + 2*maxQueuedPongs
+}
