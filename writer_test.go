@@ -297,29 +297,41 @@ func TestSendRefDeadlineCopies(t *testing.T) {
 // (markEarly: no writev, more than one P, budget left) goes between the
 // batch's last two by-reference frames, so the batch keeps its final
 // partial record as one without a marker does, and the marker marks the
-// bytes before the last frame.
+// bytes before the last frame. With no budget left after the batch the
+// marker ends it and marks every byte. The batch is taken by takeLocked
+// from two streams' queued frames, as run takes it.
 func TestWriteBatchMarksBeforeLastFrame(t *testing.T) {
+	const maxBatch = 256 << 10 // room for both frames in one batch
+	newW := func(conn net.Conn) *writer {
+		w := &writer{conn: conn, codec: yamuxCodec{}, coalesce: true, parallel: true, writeTimeout: time.Minute,
+			maxBatch: maxBatch, sched: newScheduler(yamuxCodec{}, maxBatch)}
+		w.bound.setBudget(10*time.Microsecond, false, loneParallelScale)
+		return w
+	}
+	payload := make([]byte, 64<<10)
+	frame := headerSize + len(payload)
+	var a, b streamSend
+	queue := func(w *writer) {
+		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+	}
+
 	c1, c2 := net.Pipe()
 	got := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(c2)
 		got <- b
 	}()
-	w := &writer{conn: c1, codec: yamuxCodec{}, coalesce: true, parallel: true, writeTimeout: time.Minute}
-	w.bound.budget = 4 * minInflight
-	payload := make([]byte, 64<<10)
-	for id := uint32(1); id <= 2; id++ {
-		hdr, hn := w.codec.encodeData(header{typ: typeData, streamID: id, length: uint32(len(payload))})
-		w.b.refs = append(w.b.refs, refFrame{hdr: hdr, hdrLen: uint8(hn), payload: payload})
-		w.b.size += hn + len(payload)
-	}
-	frame := w.b.size / 2
-	w.bound.sent = uint64(w.bound.markerEvery()) // a marker is due after this batch
-	require.True(t, w.bound.took(w.b.size))
-	require.True(t, w.markEarly())
-	w.b.early = true
-	w.b.tail = w.codec.appendHeader(nil, header{typ: typePing, flags: flagSYN, length: w.bound.markAt(w.bound.sent - uint64(frame))})
-	require.Equal(t, w.bound.sent-uint64(frame), w.bound.markers[0].offset, "the marker marks the bytes before the last frame")
+	w := newW(c1)
+	before := uint64(w.bound.markerEvery()) // sent so far, unmarked: a marker is due after this batch
+	w.bound.sent, w.bound.acked = before, before
+	queue(w)
+	w.takeLocked()
+	require.Len(t, w.b.refs, 2, "both frames in one batch")
+	require.True(t, w.b.early, "budget is left: the marker goes early")
+	require.Len(t, w.bound.markers, 1)
+	require.Equal(t, before+uint64(frame), w.bound.markers[0].offset, "the marker marks the bytes before the last frame")
+	require.Equal(t, before+uint64(2*frame), w.bound.sent)
 	require.Equal(t, w.bound.sent, w.bound.marked, "the next marker is due a share after every byte taken")
 
 	require.NoError(t, w.writeBatch())
@@ -332,8 +344,18 @@ func TestWriteBatchMarksBeforeLastFrame(t *testing.T) {
 	require.Equal(t, total-kept, len(written))
 	require.Equal(t, w.b.tail, written[frame:frame+len(w.b.tail)], "the marker is written between the two frames")
 
-	w.bound.sent = w.bound.acked + uint64(w.bound.budget) // no budget left: the marker must mark it all
-	require.False(t, w.markEarly())
+	// No budget left after the batch: the marker must mark it all, at its end.
+	w = newW(nil)
+	w.bound.sent = uint64(4 * w.bound.budget)
+	w.bound.marked = w.bound.sent - uint64(w.bound.markerEvery()) + 1
+	w.bound.acked = w.bound.sent + uint64(2*frame) - uint64(w.bound.budget) // the two frames fill the budget
+	queue(w)
+	w.takeLocked()
+	require.Len(t, w.b.refs, 2)
+	require.False(t, w.b.early, "no budget left: the marker ends the batch")
+	require.Equal(t, 0, w.bound.refRoom())
+	require.Len(t, w.bound.markers, 1)
+	require.Equal(t, w.bound.sent, w.bound.markers[0].offset, "it marks every byte")
 }
 
 // TestWriteBatchSendsMarkerNow: on a conn without writev, with more than
