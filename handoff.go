@@ -131,18 +131,17 @@ func (s *Session) yieldToReader() {
 }
 
 // answerMarker answers the peer's marker id (a ping the peer's writer
-// waits for, inflight.go).
+// waits for, inflight.go): a busy read loop while several streams send
+// bulk waits for the pong's write (or yields); otherwise it queues the
+// pong and reads on (see the top of the file).
 func (s *Session) answerMarker(id uint32) {
-	switch {
-	case !s.w.busyReadLoop():
-		s.w.queuePong(id)
-	case s.bulk.shared(s.recvFrames.Load()):
+	if s.w.busyReadLoop() && s.bulk.shared(s.recvFrames.Load()) {
 		if !s.w.answerMarkerAndWait(id, &s.pongWait) {
 			runtime.Gosched()
 		}
-	default:
-		s.w.queuePong(id) // and read on (see the top of the file)
+		return
 	}
+	s.w.queuePong(id)
 }
 
 // answerMarkerAndWait queues the pong of marker id and, if the writer is
