@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/internal/tlstest"
 )
 
@@ -180,29 +181,13 @@ func (s shape) receive(r net.Conn, total int64) error {
 	return <-readErr
 }
 
-// tlsPair connects two loopback TCP conns and secures them with TLS 1.3.
+// tlsPair connects two loopback TCP conns (the harness's TCPPair) and
+// secures them with TLS 1.3.
 func tlsPair() (w, r net.Conn, err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c1, c2, err := slowdown.TCPPair()
 	if err != nil {
 		return nil, nil, err
 	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	acceptErr := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		acceptErr <- err
-		accepted <- c
-	}()
-	c1, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := <-acceptErr; err != nil {
-		c1.Close()
-		return nil, nil, err
-	}
-	c2 := <-accepted
 	sec, err := tlstest.New()
 	if err != nil {
 		c1.Close()
@@ -211,7 +196,7 @@ func tlsPair() (w, r net.Conn, err error) {
 	}
 	t1, t2, err := sec.Pair(c1, c2)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, err // not typed nil *tls.Conns
 	}
 	return t1, t2, nil
 }
