@@ -116,9 +116,14 @@ type writer struct {
 	// (segment.go); it belongs to whoever writes the conn, as
 	// deadlineRenew does.
 	seg segmentTail
-	// cork is the TCP socket under a conn without writev, corked around
+	// cork is the TCP socket under a conn without writev, corked for
 	// run's batches of by-reference frames (cork.go); run's.
 	cork recordCork
+	// corked: run left the cork on after a batch of by-reference frames,
+	// for the next batch to fill the segment it holds; run takes it off
+	// before it parks, waits for CoalesceDelay or stops (uncork), and after
+	// a batch that is not worth a cork. Run's.
+	corked bool
 
 	mu sync.Mutex
 	// Fields below are guarded by mu.
@@ -128,7 +133,7 @@ type writer struct {
 	pongWaiter chan struct{} // the read loop waits on it for its pong's write (answerMarkerAndWait); nil if it doesn't
 	sched      scheduler     // the streams with queued frames, and who writes next
 	idle       bool          // run is parked waiting for wake
-	writing    bool          // run has frames to write: a batch (takeLocked to complete) or the partial record kept from one (flat); no inline write starts
+	writing    bool          // run has frames to write: a batch (takeLocked to complete), the partial record kept from one (flat) or the segment its cork holds (corked); no inline write starts
 	room       chan struct{} // closed when ctrl space frees up; nil if nobody waits
 	err        error         // sticky; set once, by close or a failed write
 	draining   bool          // close asked run to flush what is queued and stop
@@ -302,6 +307,7 @@ func (w *writer) queuePongLocked(id uint32) bool {
 // next batch), complete it under mu.
 func (w *writer) run() {
 	defer close(w.done)
+	defer w.uncork()
 	for {
 		w.mu.Lock()
 		if !w.waitLocked() {
@@ -326,6 +332,15 @@ func (w *writer) waitLocked() bool {
 			w.flushKeptLocked()
 			continue
 		}
+		if w.corked {
+			// Nothing follows to fill the held segment: send it
+			// before parking, and let inline writes start again.
+			w.mu.Unlock()
+			w.uncork()
+			w.mu.Lock()
+			w.writing = false
+			continue
+		}
 		w.idle = true
 		w.mu.Unlock()
 		w.releaseBuffers()
@@ -342,6 +357,7 @@ func (w *writer) waitLocked() bool {
 	if w.delay > 0 && w.sched.queued+len(w.ctrl) < w.maxBatch && !w.draining {
 		// Nagle-like: one timer per batch, never per frame.
 		w.mu.Unlock()
+		w.uncork()
 		if w.delayTimer == nil {
 			w.delayTimer = time.NewTimer(w.delay)
 		} else {
@@ -518,11 +534,14 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			corked := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs)) && w.cork.set(true)
+			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
+			if worth && !w.corked {
+				w.corked = w.cork.set(true)
+			}
 			keep := took && (len(b.tail) == 0 || b.early || !w.parallel) && !b.awaited
 			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, keep)
-			if corked {
-				w.cork.set(false)
+			if !worth || b.awaited {
+				w.uncork()
 			}
 		}
 	} else {
@@ -542,7 +561,10 @@ func (w *writer) writeBatch() error {
 func (w *writer) complete(d time.Duration, err error) {
 	b := &w.b
 	w.mu.Lock()
-	w.writing = len(w.flat) > 0 // a frame's last partial record waits in flat: nothing may go before it
+	// A frame's last partial record waits in flat, or the cork holds a
+	// partial segment (corked): nothing may go before it, and no inline
+	// write under the cork.
+	w.writing = len(w.flat) > 0 || w.corked
 	if d > 0 {
 		w.rate.sample(b.size, d)
 	}
@@ -644,6 +666,15 @@ func (w *writer) writeFlat(flat, tail []byte, keep bool) ([]byte, error) {
 	return flat[:copy(flat, flat[whole:])], nil
 }
 
+// uncork takes off the cork run left on (corked), sending the partial
+// segment it holds. Run's; called without mu.
+func (w *writer) uncork() {
+	if w.corked {
+		w.cork.set(false)
+		w.corked = false
+	}
+}
+
 // keptLocked tells whether the last write kept bytes back for the next:
 // a partial record in flat (writeFlat) or a partial segment (segment.go).
 // Called by run, with no inline write running; mu held.
@@ -664,7 +695,7 @@ func (w *writer) flushKeptLocked() {
 		w.seg.written(nil)
 	}
 	w.mu.Lock()
-	w.writing = false
+	w.writing = w.corked
 	if err != nil && w.err == nil {
 		w.err = err
 		_ = w.conn.Close()
