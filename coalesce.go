@@ -289,6 +289,24 @@ func (w *writer) queuePong(id uint32) {
 	w.mu.Unlock()
 }
 
+// queuePongWith queues the window updates ups, then the pong of ping id,
+// under one hold of mu, so that the batch that takes the pong takes them
+// too (updateride.go). The updates are not held to maxQueuedCtrlBytes:
+// there is at most one per stream, each for an eighth of its window
+// consumed, and each replaces an update that would have been queued on
+// its own.
+func (w *writer) queuePongWith(id uint32, ups []header) {
+	w.mu.Lock()
+	if w.err == nil {
+		for _, h := range ups {
+			w.ctrl = w.codec.appendHeader(w.ctrl, h)
+			w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
+		}
+	}
+	w.queuePongLocked(id)
+	w.mu.Unlock()
+}
+
 // queuePongLocked is queuePong with mu held; it reports whether the pong
 // was queued.
 func (w *writer) queuePongLocked(id uint32) bool {

@@ -141,7 +141,7 @@ func (s *Session) answerMarker(id uint32) {
 		}
 		return
 	}
-	s.w.queuePong(id)
+	s.queuePong(id)
 }
 
 // answerMarkerAndWait queues the pong of marker id and, if the writer is

@@ -40,7 +40,13 @@ type Session struct {
 	last     lastStream  // the stream of the last stream frame read; owned by the read loop
 	bulk     bulkTracker // the large data frames read (handoff.go); owned by the read loop
 	pongWait pongWaiter  // the read loop's wait for a pong's write (handoff.go); owned by the read loop
-	cutter   *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	// Window updates that ride with pongs (updateride.go): rideUpdates is
+	// fixed at the start, rides is the streams whose update waits, rideBuf
+	// the read loop's.
+	rideUpdates bool
+	rides       rideList
+	rideBuf     []header
+	cutter      *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -140,6 +146,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		s.w.peerRTT = s.RTT
 		s.w.path = &s.path
 	}
+	s.rideUpdates = rideUpdatesFor(s.caps, s.w)
 	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
 	go s.w.run()
 	go s.readLoop()
@@ -355,7 +362,7 @@ func (s *Session) acceptGrant(st *Stream) {
 	st.mu.Lock()
 	var delta uint32
 	if extra > 0 {
-		delta = st.rw.grew(extra, charged, st.readFinalLocked())
+		delta = st.rw.grew(extra, charged, st.readFinalLocked(), false)
 		extra, charged = st.keepReservedLocked(extra)
 	}
 	track := st.joinGrownLocked(st.rw.grown())
@@ -1057,7 +1064,7 @@ func (s *Session) handlePing(h header) {
 			s.answerMarker(h.length) // the peer's writer waits for it
 			return
 		}
-		s.w.queuePong(h.length)
+		s.queuePong(h.length)
 		return
 	}
 	if h.flags&flagACK == 0 {

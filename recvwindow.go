@@ -46,6 +46,24 @@ func updateThreshold(window uint32) uint32 {
 	return max(window/largeWindowUpdates, InitialStreamWindow/2)
 }
 
+// aloneThreshold is how many consumed bytes make a window update written
+// on its own where updates ride with pongs (see updateride.go): half the
+// window, go-yamux's rule, which leaves the sender half the window of
+// credit while the update travels; below it, from updateThreshold on, an
+// update waits for the next pong.
+func aloneThreshold(window uint32) uint32 {
+	return max(window/2, updateThreshold(window))
+}
+
+// sendThreshold is how many consumed bytes make an update now: with ride,
+// aloneThreshold, else updateThreshold.
+func sendThreshold(window uint32, ride bool) uint32 {
+	if ride {
+		return aloneThreshold(window)
+	}
+	return updateThreshold(window)
+}
+
 // pathEstimate is what the session knows of its path: the round-trip time
 // and the rate bytes arrive at. A zero rtt means unknown.
 type pathEstimate struct {
@@ -139,19 +157,38 @@ func (w *recvWindow) received(n uint32, env *growthEnv) {
 
 // consumed accounts n bytes read (or dropped) and returns the window
 // update to send now (0: none) and the session budget to give back.
+// With ride, an update is sent now only from aloneThreshold on, and one
+// that is due (updateThreshold) waits for a pong (rideDue, takeRide).
 // Check wantGrowth before sending: a growth joins the same update.
-func (w *recvWindow) consumed(n uint32, final bool) (update, release uint32) {
+func (w *recvWindow) consumed(n uint32, final, ride bool) (update, release uint32) {
 	w.unread -= n
 	w.taken += n
 	release = w.settleCharge()
 	if final {
 		return 0, release // the peer sends no more: nothing to give back
 	}
-	if p := w.pending(); p >= int64(updateThreshold(w.window)) {
+	if p := w.pending(); p >= int64(sendThreshold(w.window, ride)) {
 		w.credit += uint32(p)
 		return uint32(p), release
 	}
 	return 0, release
+}
+
+// rideDue reports whether an update is due, for a pong to carry: the
+// consumed bytes not given back reach updateThreshold.
+func (w *recvWindow) rideDue() bool {
+	return w.pending() >= int64(updateThreshold(w.window))
+}
+
+// takeRide returns the update a pong carries: the consumed bytes not
+// given back, once rideDue; 0 otherwise.
+func (w *recvWindow) takeRide() uint32 {
+	if !w.rideDue() {
+		return 0
+	}
+	p := uint32(w.pending())
+	w.credit += p
+	return p
 }
 
 // settleCharge lowers charged to what the window and the peer's credit
@@ -231,8 +268,9 @@ func (w *recvWindow) budgetCost(g uint32) uint32 {
 // grew ends a growth: the window grows by g (0 when memory or budget
 // refused), charged by the budget the caller took (budgetCost(g)). It
 // returns the window update to send, the growth and what is pending
-// together; 0 when there is nothing worth sending.
-func (w *recvWindow) grew(g, charged uint32, final bool) uint32 {
+// together; 0 when there is nothing worth sending (with ride, as
+// consumed: a refused growth's pending bytes may wait for a pong).
+func (w *recvWindow) grew(g, charged uint32, final, ride bool) uint32 {
 	w.growing = false
 	w.window += g
 	w.charged += charged
@@ -240,7 +278,7 @@ func (w *recvWindow) grew(g, charged uint32, final bool) uint32 {
 		return 0
 	}
 	p := w.pending()
-	if p <= 0 || (g == 0 && p < int64(updateThreshold(w.window))) {
+	if p <= 0 || (g == 0 && p < int64(sendThreshold(w.window, ride))) {
 		return 0
 	}
 	w.credit += uint32(p)

@@ -46,13 +46,14 @@ type Stream struct {
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
 	// Receiving side of flow control.
-	recv     recvBuffer
-	rw       recvWindow // the receive window (recvwindow.go)
-	reserved int        // bytes reserved from Config.Memory
-	memGone  bool       // removal released reserved; later growth releases its own
-	grownIn  bool       // in the session's set of grown streams
-	reading  bool       // a Read waits for data (handoff.go)
-	lend     *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
+	recv       recvBuffer
+	rw         recvWindow // the receive window (recvwindow.go)
+	reserved   int        // bytes reserved from Config.Memory
+	memGone    bool       // removal released reserved; later growth releases its own
+	grownIn    bool       // in the session's set of grown streams
+	rideQueued bool       // in the session's ride list: a due update waits for a pong (updateride.go)
+	reading    bool       // a Read waits for data (handoff.go)
+	lend       *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
 	// mplex push-back (no flow control): the read loop waits for room.
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
 	lastRead time.Time     // the stream's opening, then its last Read that consumed bytes; without flow control only
@@ -186,7 +187,7 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		return
 	}
 	final := s.readFinalLocked()
-	update, release := s.rw.consumed(n, final)
+	update, release := s.rw.consumed(n, final, sess.rideUpdates)
 	var want, cost uint32
 	if !final && s.readState == halfOpen {
 		if want = s.rw.wantGrowth(&sess.env); want > 0 {
@@ -195,8 +196,12 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	}
 	if want == 0 {
 		h := s.updateLocked(update)
+		ride := s.queueRideLocked()
 		s.mu.Unlock()
 		sess.releaseBudget(release)
+		if ride {
+			sess.rides.add(s)
+		}
 		s.sendWindowUpdate(h)
 		return
 	}
@@ -204,15 +209,19 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	sess.releaseBudget(release)
 	g, charged := sess.reserveGrowth(want, cost)
 	s.mu.Lock()
-	update += s.rw.grew(g, charged, s.readFinalLocked())
+	update += s.rw.grew(g, charged, s.readFinalLocked(), sess.rideUpdates)
 	mem, budget := s.keepReservedLocked(g)
 	track := s.joinGrownLocked(s.rw.grown())
 	h := s.updateLocked(update)
+	ride := s.queueRideLocked()
 	s.mu.Unlock()
 	sess.releaseMemory(int(mem)) // the stream was removed meanwhile
 	sess.releaseBudget(budget)
 	if track {
 		sess.trackGrown(s)
+	}
+	if ride {
+		sess.rides.add(s)
 	}
 	s.sendWindowUpdate(h)
 }

@@ -1,0 +1,112 @@
+package braid
+
+import "sync"
+
+// Window updates that ride with pongs.
+//
+// A receiver that returns a large window in eighths (updateThreshold)
+// writes an update every eighth of it, and the update is a write, a
+// record over TLS, and a read on the sender's side, of its own: the
+// consumption that makes it due comes from the application's Read, after
+// the read loop has read the data and the writer has already written the
+// pong of the marker that followed it (inflight.go). At one P a trace of
+// one-stream bulk with 8 KiB reads showed two such writes a turn, the
+// pong's and then the update's, over TCP as over TLS (session 19).
+//
+// So where updates ride (Session.rideUpdates), an update due at
+// updateThreshold waits for the next pong the session writes, a marker's
+// or a ping's, and goes in the same write (writer.queuePongWith); it is
+// written on its own only from aloneThreshold on (half the window,
+// go-yamux's rule). The sender's credit never runs lower than with
+// go-yamux's updates: a peer that sends no pings (go-yamux, or braid
+// with its in-flight bound off) gets an update every half window, and a
+// braid peer, whose data brings markers every quarter of its in-flight
+// budget, gets the update with the next marker's pong. A sender stalled
+// for credit sends nothing, so no marker, but then the receiver's
+// application reads what it holds and the update goes at half the window:
+// no stall outlasts what the reader holds.
+//
+// Not where the read loop is busy (TLS or noise at more than one P,
+// writer.busyReadLoop): there the sender's four-budget lone flow needs its
+// credit back in eighths (paired runs, session 19: one-stream TLS bulk at
+// two P x0.90 with riding updates).
+//
+// Lock order: Stream.mu is never held while rideList.mu is taken, nor the
+// reverse.
+
+// rideList is the streams whose due update waits for the next pong. A
+// stream is in it at most once (Stream.rideQueued, under the stream's mu),
+// so it holds at most one entry per open stream.
+type rideList struct {
+	mu      sync.Mutex // guards streams
+	streams []*Stream
+	spare   []*Stream // the read loop's: the last list taken, emptied
+}
+
+// add appends st, whose rideQueued the caller just set.
+func (l *rideList) add(st *Stream) {
+	l.mu.Lock()
+	l.streams = append(l.streams, st)
+	l.mu.Unlock()
+}
+
+// take returns the streams queued so far and empties the list. The slice
+// is valid until the next take; only the read loop calls it.
+func (l *rideList) take() []*Stream {
+	l.mu.Lock()
+	got := l.streams
+	l.streams = l.spare[:0]
+	l.mu.Unlock()
+	l.spare = got
+	return got
+}
+
+// rideUpdatesFor tells whether a session's window updates ride with
+// pongs: with flow control, and unless the writer's read loop is busy
+// (see the top of the file).
+func rideUpdatesFor(caps capabilities, w *writer) bool {
+	return caps.flowControl && !w.busyReadLoop()
+}
+
+// queueRideLocked marks s for the ride list if its update is due and it
+// is not there yet; it reports whether the caller, with s.mu released,
+// must add it (rides.add). s.mu held.
+func (s *Stream) queueRideLocked() bool {
+	if !s.session.rideUpdates || s.rideQueued || s.readState != halfOpen || !s.rw.rideDue() {
+		return false
+	}
+	s.rideQueued = true
+	return true
+}
+
+// takeRides appends to dst the due updates of the streams in the ride
+// list, for the pong about to be queued. Called by the read loop.
+func (s *Session) takeRides(dst []header) []header {
+	for _, st := range s.rides.take() {
+		st.mu.Lock()
+		st.rideQueued = false
+		var delta uint32
+		if st.readState == halfOpen {
+			delta = st.rw.takeRide()
+		}
+		h := st.updateLocked(delta)
+		st.mu.Unlock()
+		if h.length > 0 {
+			dst = append(dst, h)
+		}
+	}
+	clear(s.rides.spare) // no stream kept reachable from the spare slice
+	return dst
+}
+
+// queuePong queues the pong of ping id, with the updates that ride on it.
+// Called by the read loop.
+func (s *Session) queuePong(id uint32) {
+	if s.rideUpdates {
+		if s.rideBuf = s.takeRides(s.rideBuf[:0]); len(s.rideBuf) > 0 {
+			s.w.queuePongWith(id, s.rideBuf)
+			return
+		}
+	}
+	s.w.queuePong(id)
+}

@@ -1,0 +1,70 @@
+package braid
+
+import (
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWindowUpdateRidesWithPong: over TCP, a stream whose large window is
+// an eighth consumed makes no update of its own; the update goes out with
+// the next pong, ahead of it, and once half the window is consumed with no
+// pong to carry it, it goes alone.
+func TestWindowUpdateRidesWithPong(t *testing.T) {
+	const window = 1 << 20
+	p, s := newRawPeer(t, &Config{MaxStreamWindow: window}, false) // no growth past it
+	require.True(t, s.rideUpdates, "a TCP session's updates ride with pongs")
+	p.startReading()
+	p.send(syn(1), nil)
+	st := acceptID(t, s, 1)
+	p.ping(1) // what the session queued at its start is written
+	st.mu.Lock()
+	st.rw = newRecvWindow(window, 0) // as if it had grown (a grown window's budget is not the test's)
+	st.mu.Unlock()
+	isCredit := func(f rawFrame) bool {
+		return f.typ == typeWindowUpdate && f.streamID == 1 && f.flags == 0
+	}
+	chunk := pattern(64 << 10)
+	send := func(n int) {
+		for range n {
+			p.send(header{typ: typeData, streamID: 1, length: uint32(len(chunk))}, chunk)
+		}
+		buf := make([]byte, n*len(chunk))
+		_, err := io.ReadFull(st, buf)
+		require.NoError(t, err)
+		for i := range n {
+			require.Equal(t, chunk, buf[i*len(chunk):(i+1)*len(chunk)])
+		}
+	}
+
+	send(3) // 192 KiB: more than an eighth, less than half
+	st.mu.Lock()
+	pending, queued := st.rw.pending(), st.rideQueued
+	st.mu.Unlock()
+	require.EqualValues(t, 3*len(chunk), pending, "no update of its own: the consumed bytes wait")
+	require.True(t, queued, "the stream waits in the ride list")
+	require.Zero(t, p.count(isCredit))
+
+	p.ping(2)
+	p.mu.Lock()
+	frames := slices.Clone(p.frames)
+	p.mu.Unlock()
+	credit := slices.IndexFunc(frames, isCredit)
+	pong := slices.IndexFunc(frames, func(f rawFrame) bool { return f.typ == typePing && f.flags == flagACK && f.length == 2 })
+	require.GreaterOrEqual(t, credit, 0, "the update rode with the pong")
+	require.Less(t, credit, pong, "ahead of it")
+	require.EqualValues(t, 3*len(chunk), frames[credit].length)
+	require.Equal(t, 1, p.count(isCredit))
+
+	send(8) // 512 KiB, half the window, no ping
+	p.await("an update alone at half the window", 2, isCredit)
+	p.mu.Lock()
+	last := p.frames[len(p.frames)-1]
+	p.mu.Unlock()
+	require.True(t, isCredit(last))
+	require.EqualValues(t, 8*len(chunk), last.length)
+	p.ping(3)
+	require.Equal(t, 2, p.count(isCredit), "nothing more rides: every consumed byte is given back")
+}
