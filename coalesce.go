@@ -788,22 +788,23 @@ func (w *writer) loneScale(lone bool) int {
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for
-// loneQuiet gets. On a conn without writev (TLS, noise):
-// loneParallelScale with more than one P, one at one P. On a conn with
-// writev (TCP) they follow its frames (the last one sized; none yet
-// counts as large): while they carry at most loneSmallFrame,
-// loneParallelScale with more than one P and loneSerialScale at one P;
-// larger frames get one budget (see loneSmallFrame). mu held.
+// loneQuiet gets. On a conn without writev (TLS, noise) with more than
+// one P: loneParallelScale. Elsewhere they follow its frames (the last one
+// sized; none yet counts as large): while they carry at most
+// loneSmallFrame, loneParallelScale with more than one P and
+// loneSerialScale at one P; larger frames get one budget (see
+// loneSmallFrame). mu held.
 func (w *writer) loneBudgets() int {
+	large := w.sched.lastRef == 0 || w.sched.lastRef > loneSmallFrame
 	switch {
-	case w.writev && (w.sched.lastRef == 0 || w.sched.lastRef > loneSmallFrame):
+	case w.parallel && !w.writev:
+		return loneParallelScale
+	case large:
 		return 1 // large frames: one a turn, each lent
 	case w.parallel:
 		return loneParallelScale
-	case w.writev:
-		return loneSerialScale
 	}
-	return 1
+	return loneSerialScale
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

@@ -120,8 +120,8 @@ const (
 	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
 	// colder caches).
 	loneParallelScale = 4
-	// loneSerialScale is the lone stream's budgets at one P on a conn
-	// with writev (TCP), while its frames carry at most loneSmallFrame.
+	// loneSerialScale is the lone stream's budgets at one P, while its
+	// frames carry at most loneSmallFrame.
 	// There the two ends take turns on the core, and each budget is a
 	// turn: the writer stops for the marker's pong, the peer's read loop
 	// reads the budget's frames, and every turn costs both ends a
@@ -138,11 +138,19 @@ const (
 	// the ping beside one bulk stream and beside 10 (not lone, or within
 	// loneQuiet) within the pairs' spread. Over TLS two budgets measured
 	// 64 KiB notifications x0.87 and 256 KiB x0.84 (8 pairs; four,
-	// session 16: x0.79-0.89), so a conn without writev keeps one.
+	// session 16: x0.79-0.89) while the writer uncorked the socket after
+	// every batch (cork.go). With the cork held across batches (session
+	// 19) they pay: paired runs at GOMAXPROCS 1 over TLS, against one
+	// budget: one-stream bulk x1.07 and x1.08, 64 KiB notifications x1.08
+	// (8 of 8 pairs); 256 KiB frames, large, keep one budget (two
+	// measured x0.89, the lending above); the ping beside 10 bulk
+	// streams p99 x0.83, beside one p50 x1.02, within the pairs' spread.
+	// So a conn without writev, at one P, follows its frames as TCP does.
 	loneSerialScale = 2
-	// loneSmallFrame is the largest frame a lone stream on a conn with
-	// writev (TCP) gets more than one budget for (loneSerialScale at one
-	// P, loneParallelScale at more): half a least budget, so that two
+	// loneSmallFrame is the largest frame a lone stream gets more than one
+	// budget for (loneSerialScale at one P, loneParallelScale at more;
+	// over TLS or noise at more than one P every frame gets
+	// loneParallelScale): half a least budget, so that two
 	// budgets carry at least four frames (a 64 KiB frame, and one of 64
 	// KiB with a length prefix riding in it, refFrameLen). A Read lends
 	// its buffer to the first frame that comes while it waits, and the

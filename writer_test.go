@@ -438,16 +438,15 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	require.Equal(t, minRefCut, len(w.b.refs[0].payload), "the frame is cut at the room")
 }
 
-// TestWriterLoneParallelBudget: with more than one P, where the marker's
-// round trip runs beside the writes, a lone stream's budget is
-// loneParallelScale times larger; once a second stream sends it is back to
-// one budget (sharedDecryptInflight's, on this conn without writev), and
-// with one P on this conn it never grows. On a writev conn the lone
-// budgets follow the frames' size: before any frame was sized, and for
-// frames larger than loneSmallFrame, one budget (no floor: see
-// loneParallelScale); for small frames loneParallelScale with more than
-// one P and loneSerialScale with one; and the budget is back to one once
-// a second stream sends.
+// TestWriterLoneParallelBudget: on a conn without writev with more than
+// one P, where the marker's round trip runs beside the writes, a lone
+// stream's budget is loneParallelScale times larger; once a second stream
+// sends it is back to one budget (sharedDecryptInflight's). Elsewhere
+// (writev, or one P) the lone budgets follow the frames' size: before any
+// frame was sized, and for frames larger than loneSmallFrame, one budget
+// (no floor: see loneParallelScale); for small frames loneParallelScale
+// with more than one P and loneSerialScale with one; and the budget is
+// back to one once a second stream sends.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -470,14 +469,15 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		w.stopMarkerTimer()
 	}
 
-	for _, parallel := range []bool{true, false} {
+	for _, c := range []struct{ writev, parallel bool }{{true, true}, {true, false}, {false, false}} {
+		writev, parallel := c.writev, c.parallel
 		for _, size := range []int{64 << 10, 256 << 10} {
-			w := &writer{codec: yamuxCodec{}, writev: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
+			w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
 			w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
 			var a, b streamSend
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
 			require.True(t, w.hasWorkLocked())
-			require.Equal(t, minInflight, w.bound.budget, "writev, a lone stream's %d-byte writes before a frame was sized, parallel %v", size, parallel)
+			require.Equal(t, minInflight, w.bound.budget, "writev %v, a lone stream's %d-byte writes before a frame was sized, parallel %v", writev, size, parallel)
 			w.sched.refFrameLen(1, size) // its first frame is sized
 			require.True(t, w.hasWorkLocked())
 			want := minInflight
@@ -488,7 +488,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			default:
 				want = loneSerialScale * minInflight
 			}
-			require.Equal(t, want, w.bound.budget, "writev, a lone stream's %d-byte frames, parallel %v", size, parallel)
+			require.Equal(t, want, w.bound.budget, "writev %v, a lone stream's %d-byte frames, parallel %v", writev, size, parallel)
 			if size <= loneSmallFrame {
 				require.Greater(t, w.bound.budget, minInflight, "small frames: fewer turns")
 			} else {
@@ -496,7 +496,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			}
 			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 			require.True(t, w.hasWorkLocked())
-			require.Equal(t, minInflight, w.bound.budget, "writev, two streams, parallel %v", parallel)
+			require.Equal(t, minInflight, w.bound.budget, "writev %v, two streams, parallel %v", writev, parallel)
 			w.stopMarkerTimer()
 		}
 	}
