@@ -42,11 +42,12 @@ type Session struct {
 	pongWait pongWaiter  // the read loop's wait for a pong's write (handoff.go); owned by the read loop
 	// Window updates that ride with pongs (updateride.go): rideUpdates is
 	// fixed at the start, rides is the streams whose update waits, rideBuf
-	// the read loop's.
+	// the read loop's; markers counts the read loop's answers.
 	rideUpdates bool
 	rides       rideList
 	rideBuf     []header
-	cutter      *readCutter // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	markers     atomic.Uint64 // the peer's markers answered so far: are pongs coming (updateride.go)
+	cutter      *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)

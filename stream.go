@@ -52,6 +52,7 @@ type Stream struct {
 	memGone    bool       // removal released reserved; later growth releases its own
 	grownIn    bool       // in the session's set of grown streams
 	rideQueued bool       // in the session's ride list: a due update waits for a pong (updateride.go)
+	rideMark   uint64     // the session's markers when the stream's last update was made (updateride.go)
 	reading    bool       // a Read waits for data (handoff.go)
 	lend       *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
 	// mplex push-back (no flow control): the read loop waits for room.
@@ -187,7 +188,8 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		return
 	}
 	final := s.readFinalLocked()
-	update, release := s.rw.consumed(n, final, sess.rideUpdates)
+	ride := s.mayRideLocked()
+	update, release := s.rw.consumed(n, final, ride)
 	var want, cost uint32
 	if !final && s.readState == halfOpen {
 		if want = s.rw.wantGrowth(&sess.env); want > 0 {
@@ -196,10 +198,10 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	}
 	if want == 0 {
 		h := s.updateLocked(update)
-		ride := s.queueRideLocked()
+		queue := s.queueRideLocked(ride, h.length)
 		s.mu.Unlock()
 		sess.releaseBudget(release)
-		if ride {
+		if queue {
 			sess.rides.add(s)
 		}
 		s.sendWindowUpdate(h)
@@ -209,18 +211,18 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	sess.releaseBudget(release)
 	g, charged := sess.reserveGrowth(want, cost)
 	s.mu.Lock()
-	update += s.rw.grew(g, charged, s.readFinalLocked(), sess.rideUpdates)
+	update += s.rw.grew(g, charged, s.readFinalLocked(), ride)
 	mem, budget := s.keepReservedLocked(g)
 	track := s.joinGrownLocked(s.rw.grown())
 	h := s.updateLocked(update)
-	ride := s.queueRideLocked()
+	queue := s.queueRideLocked(ride, h.length)
 	s.mu.Unlock()
 	sess.releaseMemory(int(mem)) // the stream was removed meanwhile
 	sess.releaseBudget(budget)
 	if track {
 		sess.trackGrown(s)
 	}
-	if ride {
+	if queue {
 		sess.rides.add(s)
 	}
 	s.sendWindowUpdate(h)

@@ -17,14 +17,17 @@ import "sync"
 // updateThreshold waits for the next pong the session writes, a marker's
 // or a ping's, and goes in the same write (writer.queuePongWith); it is
 // written on its own only from aloneThreshold on (half the window,
-// go-yamux's rule). The sender's credit never runs lower than with
-// go-yamux's updates: a peer that sends no pings (go-yamux, or braid
-// with its in-flight bound off) gets an update every half window, and a
-// braid peer, whose data brings markers every quarter of its in-flight
-// budget, gets the update with the next marker's pong. A sender stalled
-// for credit sends nothing, so no marker, but then the receiver's
-// application reads what it holds and the update goes at half the window:
-// no stall outlasts what the reader holds.
+// go-yamux's rule). It waits only while pongs are coming: when a marker
+// came since the stream's last update (Session.markers, Stream.rideMark).
+// A braid peer whose data brings markers more often than an eighth of the
+// window (a fast link, where its in-flight budget binds: loopback, a LAN)
+// gets every update with a pong; a peer that sends no markers (go-yamux,
+// or braid with its in-flight bound off, or on a link too slow for the
+// budget to bind, where markers come megabytes apart) gets its updates in
+// eighths as before, at most one of them late per marker. A sender
+// stalled for credit sends nothing, so no marker, but then the receiver's
+// application reads what it holds and the update goes at half the window
+// at the latest: no stall outlasts what the reader holds.
 //
 // Not where the read loop is busy (TLS or noise at more than one P,
 // writer.busyReadLoop): there the sender's four-budget lone flow needs its
@@ -68,11 +71,24 @@ func rideUpdatesFor(caps capabilities, w *writer) bool {
 	return caps.flowControl && !w.busyReadLoop()
 }
 
-// queueRideLocked marks s for the ride list if its update is due and it
-// is not there yet; it reports whether the caller, with s.mu released,
-// must add it (rides.add). s.mu held.
-func (s *Stream) queueRideLocked() bool {
-	if !s.session.rideUpdates || s.rideQueued || s.readState != halfOpen || !s.rw.rideDue() {
+// mayRideLocked tells whether s's next update may wait for a pong: the
+// session's updates ride, and a marker came since s's last update, so
+// pongs are coming. s.mu held.
+func (s *Stream) mayRideLocked() bool {
+	return s.session.rideUpdates && s.session.markers.Load() != s.rideMark
+}
+
+// queueRideLocked records an update of sent bytes just made (its marker
+// count), or, when none was made and ride allowed waiting, marks s for the
+// ride list if its update is due and it is not there yet; it reports
+// whether the caller, with s.mu released, must add it (rides.add). s.mu
+// held.
+func (s *Stream) queueRideLocked(ride bool, sent uint32) bool {
+	if sent > 0 {
+		s.rideMark = s.session.markers.Load()
+		return false
+	}
+	if !ride || s.rideQueued || s.readState != halfOpen || !s.rw.rideDue() {
 		return false
 	}
 	s.rideQueued = true
@@ -88,6 +104,9 @@ func (s *Session) takeRides(dst []header) []header {
 		var delta uint32
 		if st.readState == halfOpen {
 			delta = st.rw.takeRide()
+		}
+		if delta > 0 {
+			st.rideMark = s.markers.Load()
 		}
 		h := st.updateLocked(delta)
 		st.mu.Unlock()

@@ -8,10 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWindowUpdateRidesWithPong: over TCP, a stream whose large window is
-// an eighth consumed makes no update of its own; the update goes out with
-// the next pong, ahead of it, and once half the window is consumed with no
-// pong to carry it, it goes alone.
+// TestWindowUpdateRidesWithPong: over TCP, while the peer's markers come,
+// a stream whose large window is an eighth consumed makes no update of its
+// own; the update goes out with the next pong, ahead of it, and once half
+// the window is consumed with no pong to carry it, it goes alone. With no
+// marker since the stream's last update it goes alone at an eighth, as a
+// stream's update does where the peer sends no markers.
 func TestWindowUpdateRidesWithPong(t *testing.T) {
 	const window = 1 << 20
 	p, s := newRawPeer(t, &Config{MaxStreamWindow: window}, false) // no growth past it
@@ -26,6 +28,7 @@ func TestWindowUpdateRidesWithPong(t *testing.T) {
 	isCredit := func(f rawFrame) bool {
 		return f.typ == typeWindowUpdate && f.streamID == 1 && f.flags == 0
 	}
+	marker := func(seq uint32) { p.ping(markerFlag | seq) } // a marker, and its pong
 	chunk := pattern(64 << 10)
 	send := func(n int) {
 		for range n {
@@ -38,7 +41,7 @@ func TestWindowUpdateRidesWithPong(t *testing.T) {
 			require.Equal(t, chunk, buf[i*len(chunk):(i+1)*len(chunk)])
 		}
 	}
-
+	marker(1)
 	send(3) // 192 KiB: more than an eighth, less than half
 	st.mu.Lock()
 	pending, queued := st.rw.pending(), st.rideQueued
@@ -58,13 +61,29 @@ func TestWindowUpdateRidesWithPong(t *testing.T) {
 	require.EqualValues(t, 3*len(chunk), frames[credit].length)
 	require.Equal(t, 1, p.count(isCredit))
 
-	send(8) // 512 KiB, half the window, no ping
-	p.await("an update alone at half the window", 2, isCredit)
-	p.mu.Lock()
-	last := p.frames[len(p.frames)-1]
-	p.mu.Unlock()
-	require.True(t, isCredit(last))
-	require.EqualValues(t, 8*len(chunk), last.length)
+	send(2) // 128 KiB, an eighth, and no marker since the last update
+	p.await("an update alone at an eighth: no pong is known to come", 2, isCredit)
+	require.EqualValues(t, 2*len(chunk), p.last(isCredit).length)
+
+	marker(2)
+	send(8) // 512 KiB, half the window, no pong meanwhile
+	p.await("an update alone at half the window", 3, isCredit)
+	require.EqualValues(t, 8*len(chunk), p.last(isCredit).length)
 	p.ping(3)
-	require.Equal(t, 2, p.count(isCredit), "nothing more rides: every consumed byte is given back")
+	require.Equal(t, 3, p.count(isCredit), "nothing more rides: every consumed byte is given back")
+}
+
+// last returns the last recorded frame that matches; the test fails if
+// none does.
+func (p *rawPeer) last(match func(rawFrame) bool) rawFrame {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.frames) - 1; i >= 0; i-- {
+		if match(p.frames[i]) {
+			return p.frames[i]
+		}
+	}
+	p.t.Fatal("no such frame")
+	return rawFrame{}
 }
