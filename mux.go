@@ -46,7 +46,7 @@ type Session struct {
 	rideUpdates bool
 	rides       rideList
 	rideBuf     []header
-	markers     atomic.Uint64 // the peer's markers answered so far: are pongs coming (updateride.go)
+	markers     atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
 	cutter      *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known

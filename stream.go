@@ -52,8 +52,8 @@ type Stream struct {
 	memGone    bool       // removal released reserved; later growth releases its own
 	grownIn    bool       // in the session's set of grown streams
 	rideQueued bool       // in the session's ride list: a due update waits for a pong (updateride.go)
-	rideMark   uint64     // the session's markers when the stream's last update was made (updateride.go)
 	reading    bool       // a Read waits for data (handoff.go)
+	rideMark   uint32     // the session's markers when the stream's last update was made (updateride.go); in the bools' padding, so a Stream keeps its size class
 	lend       *lendSlot  // a waiting Read's buffer, lent to the read loop (lend.go); nil until the first lend
 	// mplex push-back (no flow control): the read loop waits for room.
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
