@@ -83,3 +83,20 @@ func (s *Securer) Pair(c1, c2 net.Conn) (*tls.Conn, *tls.Conn, error) {
 	}
 	return t1, t2, nil
 }
+
+// Secure secures c1 (client) and c2 (server) with a certificate generated
+// for them. On failure it closes both and returns nil conns (not typed
+// nil *tls.Conns).
+func Secure(c1, c2 net.Conn) (net.Conn, net.Conn, error) {
+	s, err := New()
+	if err != nil {
+		c1.Close()
+		c2.Close()
+		return nil, nil, err
+	}
+	t1, t2, err := s.Pair(c1, c2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t1, t2, nil
+}

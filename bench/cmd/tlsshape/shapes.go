@@ -188,15 +188,5 @@ func tlsPair() (w, r net.Conn, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	sec, err := tlstest.New()
-	if err != nil {
-		c1.Close()
-		c2.Close()
-		return nil, nil, err
-	}
-	t1, t2, err := sec.Pair(c1, c2)
-	if err != nil {
-		return nil, nil, err // not typed nil *tls.Conns
-	}
-	return t1, t2, nil
+	return tlstest.Secure(c1, c2)
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/braidmux/braid/internal/tlstest"
 )
 
 // RawTCP is the limit every multiplexer is measured against: each "stream"
@@ -23,10 +25,10 @@ func raw(secure bool) Contender {
 		// The conns given carry nothing; streams get fresh connections.
 		c1.Close()
 		c2.Close()
-		var sec *securer
+		var sec *tlstest.Securer
 		if secure {
 			var err error
-			if sec, err = newSecurer(); err != nil {
+			if sec, err = tlstest.New(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -52,7 +54,7 @@ const rawAcceptBacklog = 1024
 // rawShared is the listener both sides use. Close by either side closes it.
 type rawShared struct {
 	ln       net.Listener
-	sec      *securer // nil: plain TCP
+	sec      *tlstest.Securer // nil: plain TCP
 	accepted chan halfCloser
 	done     chan struct{} // closed by close
 	writes   atomic.Uint64
