@@ -258,11 +258,17 @@ func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
 		w.mu.Unlock()
 		return err
 	}
-	w.ctrl = w.codec.appendHeader(w.ctrl, h)
-	w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
+	w.appendCtrlLocked(h)
 	w.signal()
 	w.mu.Unlock()
 	return nil
+}
+
+// appendCtrlLocked appends the control frame h to the control queue,
+// without waking run. mu held.
+func (w *writer) appendCtrlLocked(h header) {
+	w.ctrl = w.codec.appendHeader(w.ctrl, h)
+	w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
 }
 
 // busyReadLoop tells whether the read loop keeps its P busy (handoff.go):
@@ -299,8 +305,7 @@ func (w *writer) queuePongWith(id uint32, ups []header) {
 	w.mu.Lock()
 	if w.err == nil {
 		for _, h := range ups {
-			w.ctrl = w.codec.appendHeader(w.ctrl, h)
-			w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
+			w.appendCtrlLocked(h)
 		}
 	}
 	w.queuePongLocked(id)
@@ -314,8 +319,7 @@ func (w *writer) queuePongLocked(id uint32) bool {
 		return false
 	}
 	w.pongs++
-	w.ctrl = w.codec.appendHeader(w.ctrl, header{typ: typePing, flags: flagACK, length: id})
-	w.ctrlEnds = append(w.ctrlEnds, len(w.ctrl))
+	w.appendCtrlLocked(header{typ: typePing, flags: flagACK, length: id})
 	w.signal()
 	return true
 }
@@ -558,8 +562,8 @@ func (w *writer) writeBatch() error {
 			}
 			keep := took && (len(b.tail) == 0 || b.early || !w.parallel) && !b.awaited
 			w.flat, err = w.writeFlat(append(append(w.flat, b.ctrl...), b.data...), b.tail, keep)
-			if !worth || b.awaited {
-				w.uncork()
+			if !worth {
+				w.uncork() // control or copied frames leave at once
 			}
 		}
 	} else {

@@ -135,7 +135,9 @@ func (s *Session) yieldToReader() {
 // bulk waits for the pong's write (or yields); otherwise it queues the
 // pong and reads on (see the top of the file).
 func (s *Session) answerMarker(id uint32) {
-	s.markers.Add(1) // updates may wait for the next one (updateride.go)
+	if s.rideUpdates {
+		s.markers.Add(1) // updates may wait for the next one (updateride.go)
+	}
 	if s.w.busyReadLoop() && s.bulk.shared(s.recvFrames.Load()) {
 		if !s.w.answerMarkerAndWait(id, &s.pongWait) {
 			runtime.Gosched()
