@@ -73,13 +73,15 @@ type Stream struct {
 
 // newStream makes a stream whose receive window is window, of which
 // charged bytes are held from the session budget, and reserved bytes from
-// Config.Memory.
+// Config.Memory. Its updates may wait for a pong only once a marker comes
+// after its opening (rideMark, updateride.go).
 func newStream(sess *Session, id uint32, window, charged uint32, reserved int) *Stream {
 	return &Stream{
 		id:       id,
 		session:  sess,
 		rw:       newRecvWindow(window, charged),
 		reserved: reserved,
+		rideMark: sess.markers.Load(),
 		send:     streamSend{window: InitialStreamWindow},
 	}
 }

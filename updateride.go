@@ -18,7 +18,8 @@ import "sync"
 // or a ping's, and goes in the same write (writer.queuePongWith); it is
 // written on its own only from aloneThreshold on (half the window,
 // go-yamux's rule). It waits only while pongs are coming: when a marker
-// came since the stream's last update (Session.markers, Stream.rideMark).
+// came since the stream's opening or its last update (Session.markers,
+// Stream.rideMark).
 // A braid peer whose data brings markers more often than an eighth of the
 // window (a fast link, where its in-flight budget binds: loopback, a LAN)
 // gets every update with a pong; a peer that sends no markers (go-yamux,
@@ -39,7 +40,12 @@ import "sync"
 
 // rideList is the streams whose due update waits for the next pong. A
 // stream is in it at most once (Stream.rideQueued, under the stream's mu),
-// so it holds at most one entry per open stream.
+// and joins it only after a marker came since its opening or its last
+// update (mayRideLocked; newStream starts rideMark at the session's
+// count): if the peer's markers stop, the streams opened after the last
+// one never join, so the list holds at most the streams that were open
+// then, until the next pong (a closed stream's entry included), and does
+// not grow with the streams opened and closed after.
 type rideList struct {
 	mu      sync.Mutex // guards streams
 	streams []*Stream

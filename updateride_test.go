@@ -87,3 +87,42 @@ func (p *rawPeer) last(match func(rawFrame) bool) rawFrame {
 	p.t.Fatal("no such frame")
 	return rawFrame{}
 }
+
+// TestWindowUpdateRideNeedsMarkerAfterOpen: a stream opened after the
+// peer's last marker makes its update alone at an eighth and never joins
+// the ride list, so a peer whose markers stopped can't make the list grow
+// with the streams it opens and closes after (rideList).
+func TestWindowUpdateRideNeedsMarkerAfterOpen(t *testing.T) {
+	const window = 1 << 20
+	p, s := newRawPeer(t, &Config{MaxStreamWindow: window}, false)
+	require.True(t, s.rideUpdates, "a TCP session's updates ride with pongs")
+	p.startReading()
+	p.ping(markerFlag | 1) // a marker before the streams open, and its pong
+	chunk := pattern(64 << 10)
+	for id := uint32(1); id <= 5; id += 2 {
+		p.send(syn(id), nil)
+		st := acceptID(t, s, id)
+		p.ping(id + 100) // what the session queued for the stream is written
+		st.mu.Lock()
+		st.rw = newRecvWindow(window, 0) // as if it had grown
+		st.mu.Unlock()
+		isCredit := func(f rawFrame) bool {
+			return f.typ == typeWindowUpdate && f.streamID == id && f.flags == 0
+		}
+		for range 2 { // 128 KiB: an eighth
+			p.send(header{typ: typeData, streamID: id, length: uint32(len(chunk))}, chunk)
+		}
+		_, err := io.ReadFull(st, make([]byte, 2*len(chunk)))
+		require.NoError(t, err)
+		p.await("an update alone at an eighth: no marker since the stream opened", 1, isCredit)
+		st.mu.Lock()
+		queued := st.rideQueued
+		st.mu.Unlock()
+		require.False(t, queued, "stream %d is not in the ride list", id)
+		require.NoError(t, st.Close())
+	}
+	s.rides.mu.Lock()
+	n := len(s.rides.streams)
+	s.rides.mu.Unlock()
+	require.Zero(t, n, "no stream waits for a pong")
+}
