@@ -617,7 +617,7 @@ func (w *writer) complete(d time.Duration, err error) {
 		// that the writer finds those frames instead of parking and
 		// being woken for each. With more queued it goes straight on:
 		// a yield there only delays frames already waiting (measured,
-		// README "Tried and not kept").
+		// session 4, docs/design.md, "The writer", rule 8).
 		runtime.Gosched()
 	}
 	if cap(w.flat) > 4*w.maxBatch {
@@ -745,7 +745,8 @@ func (w *writer) hasWorkLocked() bool {
 
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
 // batch or an inline write): lone tells whether one stream alone sends.
-// The hold applies while several streams send on a writev conn; a lone
+// The hold applies while several streams send on a writev conn at one P
+// (sharedRefHold); a lone
 // stream gets more budgets once it has sent alone for loneQuiet
 // (loneScale, loneBudgets); streams sending by reference on
 // a conn whose peer's read loop is busy (several, or one that has not
@@ -756,7 +757,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
-	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone, w.loneScale(lone))
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, w.loneScale(lone))
 	if w.busyReadLoop() && w.sched.refQueued() {
 		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
 	}

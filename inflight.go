@@ -37,11 +37,21 @@ const (
 	minInflight = 192 * 1024
 	// sharedRefHold is the part of the budget by-reference (bulk) frames
 	// leave unused while several streams send on a conn with writev
-	// (TCP): the small message beside bulk waits behind the bulk bytes in
-	// flight, and there the marker's round trip is short enough (60-80
-	// µs) that 128 KiB of them keeps the bulk streams' share (paired runs:
-	// loaded p50 x0.79 and x0.70 at GOMAXPROCS 1 and 2, the bulk beside it
-	// x0.98). Copied frames keep the whole budget, so many small writers
+	// (TCP) at one P: the small message beside bulk waits behind the bulk
+	// bytes in flight, and there the two ends take turns on the core, so
+	// the budget is not what paces the bulk streams: 128 KiB of them
+	// keeps their share (session 21, AMD EPYC VM, 6 pairs against the
+	// whole budget: loaded p50 x0.70, bulk beside it x0.93, lower in 4
+	// of 6 pairs). With more than one P the peer reads while this side
+	// writes, the bulk streams move a budget per marker round trip, and
+	// the hold cost them: the whole budget measured bulk x1.16 (8 of 8
+	// pairs) for p50 x1.33 and p99 x1.22, which moved the bulk beside the
+	// ping from 0.77x go-yamux's (a miss of issue #12's 0.8x, the set of
+	// session 21) to about 0.9x, the p50 from 0.32x smux's to about
+	// 0.43x (its bound 0.5x); 32 KiB cuts a frame at the room and
+	// measured bulk x1.03, p50 x1.24. (On the Intel VM of sessions 9-14
+	// the hold measured p50 x0.79 and x0.70 at GOMAXPROCS 1 and 2, bulk
+	// x0.98.) Copied frames keep the whole budget, so many small writers
 	// don't pay for it; over TLS the round trip is twice as long and the
 	// same cut cost the bulk streams a fifth (session 4); a lone stream
 	// has nothing to wait behind it.
@@ -255,10 +265,10 @@ func (f *inflight) roomFor(extra int) int {
 }
 
 // setBudget sizes the budget from the round trip; rtt 0 (no pong yet)
-// leaves it off. shared: several streams send on a conn with writev, and
-// by-reference frames hold sharedRefHold back. scale multiplies the
-// budget: loneParallelScale while a stream sends alone (writer.loneScale),
-// one otherwise. mu held.
+// leaves it off. shared: several streams send on a conn with writev at
+// one P, and by-reference frames hold sharedRefHold back. scale multiplies
+// the budget: loneParallelScale while a stream sends alone
+// (writer.loneScale), one otherwise. mu held.
 func (f *inflight) setBudget(rtt time.Duration, shared bool, scale int) {
 	f.refHold = 0
 	f.perBudget = markersPerBudget
