@@ -601,7 +601,7 @@ func (w *writer) complete(d time.Duration, err error) {
 	if err != nil && w.err == nil {
 		w.err = err
 		// Wake the read loop: the session ends with this error.
-		_ = w.conn.Close()
+		breakConn(w.conn)
 	}
 	if b.awaited && w.pongWaiter != nil { // nil: the read loop's wait ended first
 		notify(w.pongWaiter) // the read loop goes on (handoff.go)
@@ -720,7 +720,7 @@ func (w *writer) flushKeptLocked() {
 	w.writing = w.corked
 	if err != nil && w.err == nil {
 		w.err = err
-		_ = w.conn.Close()
+		breakConn(w.conn)
 	}
 }
 

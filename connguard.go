@@ -15,3 +15,20 @@ func (r checkedReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// breakConn closes conn after a write on it failed, to wake the read loop
+// and end the session. A security layer's Close would first write its
+// close alert (crypto/tls: with a 5 s write deadline) after a write that
+// just failed, often mid-record and into a socket the peer no longer
+// drains, and the writer calls this with its lock held: so the conn under
+// a layer that exposes it (NetConn, as *tls.Conn does) is closed instead,
+// which also wakes the layer's reads. The session's own Close closes conn
+// itself later, as always.
+func breakConn(conn net.Conn) {
+	if nc, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		if under := nc.NetConn(); under != nil {
+			conn = under
+		}
+	}
+	_ = conn.Close()
+}

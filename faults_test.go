@@ -89,6 +89,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/braidmux/braid/internal/tlstest"
 	"github.com/braidmux/braid/slowconn"
 	"github.com/libp2p/go-libp2p-testing/race"
 	"github.com/stretchr/testify/require"
@@ -785,6 +786,19 @@ func TestFaultConnectionWriteTimeout(t *testing.T) {
 			require.NoError(t, c1.(*net.TCPConn).SetWriteBuffer(16*1024))
 			require.NoError(t, c2.(*net.TCPConn).SetReadBuffer(16*1024))
 			return c1, c2
+		},
+		// TLS over TCP: the timed-out write leaves a record half sent,
+		// and crypto/tls's Close would send its close alert with a 5 s
+		// deadline into the full socket, with the writer's lock held.
+		"tls": func(t *testing.T) (net.Conn, net.Conn) {
+			c1, c2 := tcpPair(t)
+			require.NoError(t, c1.(*net.TCPConn).SetWriteBuffer(16*1024))
+			require.NoError(t, c2.(*net.TCPConn).SetReadBuffer(16*1024))
+			sec, err := tlstest.New()
+			require.NoError(t, err)
+			t1, t2, err := sec.Pair(c1, c2)
+			require.NoError(t, err)
+			return t1, t2
 		},
 		// slowconn: the send buffer (one packet here) fills.
 		"slowconn": func(*testing.T) (net.Conn, net.Conn) {

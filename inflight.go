@@ -302,15 +302,23 @@ func (f *inflight) took(n int) bool {
 }
 
 // needMarker tells whether a marker must follow the bytes sent so far:
-// a budget's share (1/perBudget) went unmarked, or the bound holds data back while
-// bytes in flight are unmarked. The budget follows the round trip, so it
+// a budget's share (1/perBudget) went unmarked, or the bound holds data
+// back while bytes in flight are unmarked or no marker out covers them. The budget follows the round trip, so it
 // can shrink under bytes sent without a marker (they were less than a
 // quarter of the old budget); without a marker for them no pong would ever
 // free the budget, and the writer would wait for the marker timeout. mu
 // held.
 func (f *inflight) needMarker() bool {
-	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers || f.sent == f.marked {
+	if f.budget <= 0 || f.off || len(f.markers) >= maxMarkers {
 		return false
+	}
+	if f.sent == f.marked {
+		// Every byte is marked, but an early marker (markAt) marks
+		// less than was sent: once its pong came, the bytes after it
+		// are in flight with no marker out. If they fill a budget that
+		// shrank meanwhile (another stream joined a lone one), only a
+		// new marker can free it.
+		return len(f.markers) == 0 && f.acked < f.sent && f.refRoom() == 0
 	}
 	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refRoom() == 0
 }
@@ -400,7 +408,10 @@ func (w *writer) markerTimeout() {
 	defer w.mu.Unlock()
 	f := &w.bound
 	f.timer = nil
-	if !f.blocked {
+	if !f.blocked || w.err != nil {
+		// Nothing waits, or the writer has stopped: a timer that fired
+		// while failLocked ran (its Stop came too late) must not re-arm
+		// and keep the stopped writer reachable.
 		return
 	}
 	if f.acked != f.timerAck {

@@ -91,7 +91,7 @@ func (w *writer) endInlineLocked(seen uint64, frames int, err error) {
 	w.receivedAtWrite = seen
 	if err != nil && w.err == nil {
 		w.err = err
-		_ = w.conn.Close()
+		breakConn(w.conn)
 	}
 	if len(w.ctrl) > 0 || w.sched.busy() || w.draining || w.err != nil {
 		w.signal()

@@ -752,7 +752,20 @@ func (s *Session) handleStreamFrame(h header) error {
 			if h.length > max(s.cfg.MaxStreamWindow, uint32(s.caps.maxDataFrame)) {
 				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
 			}
-			return s.discard(h.length)
+			if err := s.discard(h.length); err != nil {
+				return err
+			}
+			if s.caps.flowControl && h.flags&(flagFIN|flagRST) == 0 {
+				// Its sender may still be writing: a stream closed here
+				// (Close) before the peer's FIN leaves the table, and
+				// nobody reads it any more. Credit the bytes back, as
+				// CloseRead does, so that the peer's writes never stall
+				// on them. Stateless: one update per frame dropped, 12
+				// bytes for up to a window, through the bounded control
+				// queue (a peer that floods waits for it).
+				return s.w.queueCtrl(header{typ: typeWindowUpdate, streamID: h.streamID, length: h.length}, s.closedCh)
+			}
+			return nil
 		}
 		return nil
 	}

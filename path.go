@@ -208,6 +208,16 @@ func (s *Session) shrinkIdle() {
 		st.mu.Unlock()
 		if done {
 			s.untrackGrown(st)
+			// A Read may have grown it again between the unlock and
+			// the untrack (joinGrownLocked, then trackGrown, which the
+			// untrack undid): then it goes back in the set, or no
+			// check would ever shrink it again.
+			st.mu.Lock()
+			again := st.grownIn && !st.removed
+			st.mu.Unlock()
+			if again {
+				s.trackGrown(st)
+			}
 		}
 	}
 	s.releaseMemory(mem)

@@ -40,6 +40,8 @@ type Stream struct {
 	// Directions.
 	readState  halfState
 	writeState halfState
+	readBusy   bool  // a Read is in progress: other Reads wait for their turn (readTurn)
+	closedRead bool  // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
 	readErr    error // why reads fail once readState is halfReset
 	writeErr   error // why writes fail once writeState is halfReset
 	needACK    bool  // accepted stream whose ACK is not sent yet
@@ -59,8 +61,9 @@ type Stream struct {
 	roomWait chan struct{} // one slot: Read consumed bytes; nil while nobody waits
 	lastRead time.Time     // the stream's opening, then its last Read that consumed bytes; without flow control only
 	// One-slot notifications, made on first wait (an idle stream has none).
-	readWait  chan struct{}
+	readWait  chan struct{} // the Read in progress: data, an end, a lent buffer back
 	writeWait chan struct{}
+	readTurn  chan struct{} // a Read waiting while another is in progress; made on first contention
 
 	readDeadline  deadline
 	writeDeadline deadline
@@ -127,8 +130,17 @@ func waitChan(c *chan struct{}) chan struct{} {
 // payload is read from the conn straight into b, saving a copy
 // (Stats.BytesLent counts those bytes). The Read still returns at its
 // deadline, reset or close, with the bytes that came.
+//
+// Concurrent Reads take turns: one waits for data while the others wait
+// for it to return (each still ends at its deadline), so every Read sees
+// the stream's end and no wake-up meant for one is lost to another.
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
+	if s.readBusy && !s.awaitReadTurnLocked() {
+		s.mu.Unlock()
+		return 0, os.ErrDeadlineExceeded
+	}
+	s.readBusy = true
 	for {
 		if s.lend.holds(b) {
 			if s.lend.active {
@@ -136,29 +148,36 @@ func (s *Stream) Read(b []byte) (int, error) {
 				continue
 			}
 			if n := s.lend.take(); n > 0 {
+				s.endReadLocked()
 				s.mu.Unlock() // consumed as they were given back (giveBack)
 				return n, nil
 			}
 		}
 		switch {
-		case s.readState == halfLocal:
+		case s.readState == halfLocal || s.closedRead:
+			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, ErrStreamClosed
 		case s.recv.size > 0:
 			n := s.recv.read(b)
+			s.endReadLocked()
 			s.consumedAndUnlock(uint32(n))
 			return n, nil
 		case s.readState == halfClosed:
+			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, io.EOF
 		case s.readState == halfReset:
 			err := s.readErr
+			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, err
 		case s.readDeadline.expired():
+			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, os.ErrDeadlineExceeded
 		case len(b) == 0:
+			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, nil
 		}
@@ -173,6 +192,33 @@ func (s *Stream) Read(b []byte) (int, error) {
 		s.mu.Lock()
 		s.reading = false
 	}
+}
+
+// awaitReadTurnLocked waits until no other Read is in progress; it
+// reports false if the read deadline passed first. mu held on entry and
+// on return; released while waiting.
+func (s *Stream) awaitReadTurnLocked() bool {
+	turn := waitChan(&s.readTurn)
+	for s.readBusy {
+		if s.readDeadline.expired() {
+			return false
+		}
+		s.mu.Unlock()
+		select {
+		case <-turn:
+		case <-s.readDeadline.wait():
+		}
+		s.mu.Lock()
+	}
+	return true
+}
+
+// endReadLocked ends the Read in progress and wakes a Read waiting for
+// its turn, if any ever waited (a token nobody takes costs the next
+// waiter one more look). mu held.
+func (s *Stream) endReadLocked() {
+	s.readBusy = false
+	notify(s.readTurn)
 }
 
 // consumedAndUnlock accounts n bytes the application consumed (or the
@@ -470,9 +516,22 @@ func (s *Stream) CloseWrite() error {
 	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
 	s.maybeRemove()
 	if err != nil {
-		return streamCutError(s.session.closeError(err))
+		return s.closeWriteFailure(err)
 	}
 	return nil
+}
+
+// closeWriteFailure maps the FIN's failure to what CloseWrite returns: the
+// stream's reset (a *StreamError) if a reset, ours or the peer's, dropped
+// its queue meanwhile; otherwise the session's end.
+func (s *Stream) closeWriteFailure(err error) error {
+	s.mu.Lock()
+	reset := s.readErr
+	s.mu.Unlock()
+	if err == ErrStreamReset && reset != nil {
+		return reset
+	}
+	return streamCutError(s.session.closeError(err))
 }
 
 // CloseRead stops reading: buffered and later incoming bytes are dropped
@@ -480,11 +539,14 @@ func (s *Stream) CloseWrite() error {
 // ErrStreamClosed. Writes keep working.
 func (s *Stream) CloseRead() error {
 	s.mu.Lock()
-	if s.readState != halfOpen {
+	if s.readState == halfReset || s.closedRead {
 		s.mu.Unlock()
 		return nil
 	}
-	s.readState = halfLocal
+	s.closedRead = true
+	if s.readState == halfOpen {
+		s.readState = halfLocal
+	} // else the peer's FIN came: nothing more to credit, the rest is dropped too
 	dropped := s.recv.reset()
 	notify(s.readWait)
 	notify(s.roomWait)
@@ -520,8 +582,10 @@ func (s *Stream) ResetWithError(code uint32) error {
 	err := &StreamError{ErrorCode: code}
 	s.resetLocked(err)
 	s.mu.Unlock()
-	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
+	// Drop before queuing the RST: a batch taken between the two would
+	// put the RST (control first) ahead of the data still queued.
 	s.session.w.drop(&s.send)
+	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
 	s.maybeRemove()
 	return nil
 }
@@ -657,8 +721,8 @@ func (s *Stream) overflow() {
 	s.mu.Lock()
 	s.resetLocked(ErrReceiveBufferOverflow)
 	s.mu.Unlock()
+	s.session.w.drop(&s.send) // before the RST, as in ResetWithError
 	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id}, nil)
-	s.session.w.drop(&s.send)
 	s.maybeRemove()
 }
 

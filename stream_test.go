@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -403,4 +404,154 @@ func TestMemoryReleasedAfterClose(t *testing.T) {
 	require.NoError(t, server.Close())
 	require.Zero(t, cm.reserved.Load(), "client memory still reserved")
 	require.Zero(t, sm.reserved.Load(), "server memory still reserved")
+}
+
+// TestConcurrentReadsSeeTheEnd: Reads waiting at once on one stream take
+// turns, so a byte goes to exactly one of them and the stream's end (the
+// peer's FIN, its reset, the session's end, the read deadline) reaches
+// every one: before, a one-slot wake-up woke one Read and the others
+// stayed blocked for good.
+func TestConcurrentReadsSeeTheEnd(t *testing.T) {
+	const readers = 3
+	ends := []struct {
+		name  string
+		end   func(client *Session, a, b *Stream)
+		check func(t *testing.T, err error)
+	}{
+		{"fin", func(_ *Session, a, _ *Stream) { _ = a.CloseWrite() }, func(t *testing.T, err error) { require.ErrorIs(t, err, io.EOF) }},
+		{"reset", func(_ *Session, a, _ *Stream) { _ = a.Reset() }, func(t *testing.T, err error) {
+			require.ErrorIs(t, err, ErrStreamReset)
+			require.NotErrorIs(t, err, io.EOF)
+		}},
+		{"session", func(client *Session, _, _ *Stream) { _ = client.Close() }, func(t *testing.T, err error) {
+			require.Error(t, err)
+			require.NotErrorIs(t, err, io.EOF)
+		}},
+		{"deadline", func(_ *Session, _, b *Stream) { _ = b.SetReadDeadline(time.Now()) }, func(t *testing.T, err error) {
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		}},
+	}
+	for _, e := range ends {
+		t.Run(e.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client, _, a, b := pipeStreamPair(t, nil)
+				type result struct {
+					n   int
+					err error
+				}
+				results := make(chan result, readers)
+				for range readers {
+					go func() {
+						n, err := b.Read(make([]byte, 8))
+						results <- result{n, err}
+					}()
+				}
+				synctest.Wait()
+				_, err := a.Write([]byte("x"))
+				require.NoError(t, err)
+				synctest.Wait()
+				r := <-results
+				require.NoError(t, r.err)
+				require.Equal(t, 1, r.n, "the byte went to one Read")
+				require.Empty(t, results, "the other Reads still wait")
+				e.end(client, a, b)
+				synctest.Wait()
+				for range readers - 1 {
+					select {
+					case r := <-results:
+						require.Zero(t, r.n)
+						e.check(t, r.err)
+					default:
+						t.Fatal("a Read still blocked after the stream's end")
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestConcurrentReadsLending: two Reads with buffers large enough to lend
+// (on TCP the next payload is read straight into a waiting Read's buffer)
+// share a stream's bytes: every byte is read once, none lost, and both
+// see the peer's FIN.
+func TestConcurrentReadsLending(t *testing.T) {
+	_, _, a, b := streamPair(t, nil)
+	const total = 64 * 64 << 10
+	var got atomic.Int64
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := b.Read(buf)
+				got.Add(int64(n))
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	msg := make([]byte, 64<<10)
+	for range total / len(msg) {
+		_, err := a.Write(msg)
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.CloseWrite())
+	for range 2 {
+		require.ErrorIs(t, errWithin(t, errc, "a concurrent Read"), io.EOF)
+	}
+	require.Equal(t, int64(total), got.Load())
+}
+
+// TestClosePeerKeepsWriting: after Close (both directions) before the
+// peer's FIN, the stream leaves the session's table, and the peer's
+// writes still never stall: the bytes that come for it are dropped and
+// credited back, as after CloseRead.
+func TestClosePeerKeepsWriting(t *testing.T) {
+	client, _, a, b := streamPair(t, nil)
+	_, err := b.Write([]byte("x")) // the stream is open at both ends
+	require.NoError(t, err)
+	_, err = io.ReadFull(a, make([]byte, 1))
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	require.Zero(t, client.NumStreams(), "Close before the peer's FIN removes the stream")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Write(make([]byte, 8*InitialStreamWindow)) // 8 windows
+		errc <- err
+	}()
+	require.NoError(t, errWithin(t, errc, "peer Write after Close"))
+	got, err := io.ReadAll(b)
+	require.NoError(t, err, "the FIN of the side that closed")
+	require.Empty(t, got)
+	require.NoError(t, b.Close())
+}
+
+// TestCloseReadReturnsClosed: after CloseRead, Read returns
+// ErrStreamClosed, never io.EOF, whether the peer's FIN comes after it or
+// came before it with bytes still buffered.
+func TestCloseReadReturnsClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		require.NoError(t, a.CloseRead())
+		_, err := b.Write([]byte("dropped"))
+		require.NoError(t, err)
+		require.NoError(t, b.CloseWrite())
+		synctest.Wait()
+		_, err = a.Read(make([]byte, 8))
+		require.ErrorIs(t, err, ErrStreamClosed, "FIN after CloseRead")
+		require.NotErrorIs(t, err, io.EOF)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		_, err := b.Write([]byte("buffered"))
+		require.NoError(t, err)
+		require.NoError(t, b.CloseWrite())
+		synctest.Wait()
+		require.NoError(t, a.CloseRead())
+		_, err = a.Read(make([]byte, 8))
+		require.ErrorIs(t, err, ErrStreamClosed, "CloseRead after the FIN, bytes buffered")
+		require.NotErrorIs(t, err, io.EOF)
+	})
 }

@@ -167,6 +167,30 @@ func TestInflightShrunkBudgetMarks(t *testing.T) {
 	require.Equal(t, minInflight, f.room(), "the pong frees the budget")
 }
 
+// TestInflightEarlyMarkerShrunkBudgetMarks: an early marker (markEarly)
+// marks the bytes before a batch's last frame; once its pong came, that
+// frame is in flight with no marker out. If the budget then shrinks under
+// it (another stream joins a lone one), a marker must be due, or no pong
+// would ever free the budget and the writer would wait for the marker
+// timeout, which then switches the bound off for the session.
+func TestInflightEarlyMarkerShrunkBudgetMarks(t *testing.T) {
+	const frame = 256 << 10
+	var f inflight
+	f.setBudget(10*time.Microsecond, false, loneParallelScale)
+	require.True(t, f.took(2*frame), "half the lone budget: a marker is due")
+	id := f.markAt(f.sent - frame) // before the batch's last frame
+	require.False(t, f.needMarker(), "marked")
+	require.True(t, answered(&f, id))
+	require.Equal(t, uint64(frame), f.sent-f.acked, "the last frame is in flight")
+	require.False(t, f.needMarker(), "budget left: the next bytes carry the next marker")
+	f.setBudget(10*time.Microsecond, false, 1)
+	require.Equal(t, 0, f.refRoom(), "the shrunk budget is full")
+	require.True(t, f.needMarker(), "bytes in flight that no marker covers, at a full budget, need one")
+	id = f.mark()
+	require.True(t, answered(&f, id))
+	require.Equal(t, minInflight, f.refRoom(), "its pong frees the budget")
+}
+
 // recordingConn is a net.Conn (the real one it wraps) that records the
 // size of every Write, as a security layer sees them: each Write is
 // encrypted into records of recordSize and a last, shorter one.
@@ -723,4 +747,18 @@ func pathWithRTT(rtt time.Duration) *pathState {
 func answered(f *inflight, id uint32) bool {
 	_, ok := f.answered(id)
 	return ok
+}
+
+// TestMarkerTimeoutAfterFailStops: a marker timer that fires while the
+// writer fails (its Stop came too late) finds the writer stopped and
+// neither re-arms nor signals, so a dead session's writer is not kept
+// reachable by a timer that re-arms itself forever.
+func TestMarkerTimeoutAfterFailStops(t *testing.T) {
+	w := &writer{}
+	w.bound.blocked = true
+	w.mu.Lock()
+	w.failLocked(ErrSessionClosed)
+	w.mu.Unlock()
+	w.markerTimeout()
+	require.Nil(t, w.bound.timer, "the timer re-armed on a stopped writer")
 }
