@@ -37,7 +37,7 @@ import (
 // first. Measured with Polkadot's notifications on loopback TCP at
 // GOMAXPROCS 1 (session 17, Session.Stats): the receiver's writes per
 // 256 KiB message went from 2.00 to 1.01, and the messages per second
-// doubled (README, session 17; TestLentBytesCreditedAtGiveBack).
+// doubled (docs/measurements.md, session 17; TestLentBytesCreditedAtGiveBack).
 //
 // Lock order: Stream.mu, then readCutter.mu. The read loop takes
 // readCutter.mu with no stream lock held.

@@ -6,8 +6,9 @@
 // On a shared machine whose speed moves by tens of percent within a minute,
 // medians of separate runs can't resolve a change of a few percent; two runs
 // a second apart share the machine's state, so their ratio can. This is how
-// the writer's designs of issue #12 were decided (README, "Tried in session
-// 4"). Build the two binaries with `go test -c`, then, for example:
+// the writer's designs of issue #12 were decided (docs/measurements.md,
+// "Tried in session 4"). Build the two binaries with `go test -c`, then,
+// for example:
 //
 //	cd bench && go test -c -o /tmp/old.test . # at the old commit
 //	cd bench && go test -c -o /tmp/new.test . # at the new one

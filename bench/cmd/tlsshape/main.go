@@ -19,7 +19,7 @@
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
 // TLS at GOMAXPROCS 2 on an AMD EPYC VM, go-yamux the same) loses
-// against raw TLS (README, "Session 18"):
+// against raw TLS (docs/measurements.md, "Session 18"):
 //
 //	go run ./bench/cmd/tlsshape -procs 2 -rounds 5
 package main
