@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -467,4 +468,31 @@ func TestHostilePingFlood(t *testing.T) {
 	require.LessOrEqual(t, answered, maxFloodPongs()+int(id-pings), "pongs queued without bound")
 	t.Logf("answered %d of %d flood pings", answered-int(id-pings), pings)
 	require.False(t, s.IsClosed(), "session closed: %v", s.Err())
+}
+
+// TestUnansweredPingsBounded: a peer that never answers pings but keeps
+// the session alive with other frames (so keep-alive never times out)
+// leaves at most one outstanding keep-alive ping in the session, not one
+// per interval for as long as the session lives. In a synctest bubble
+// over net.Pipe, so the keep-alive timer runs on the bubble's clock.
+func TestUnansweredPingsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 100 * time.Millisecond
+		c1, c2 := net.Pipe()
+		p, s := newRawPeerOver(t, c1, c2, &Config{KeepAliveInterval: interval}, false)
+		p.startReading()
+		for range 100 {
+			time.Sleep(interval + interval/3)
+			// Any frame: a window update for a stream that isn't there.
+			p.send(header{typ: typeWindowUpdate, streamID: 99, length: 1}, nil)
+		}
+		synctest.Wait()
+		require.False(t, s.IsClosed(), "the peer's frames keep the session alive")
+		pings := p.count(func(f rawFrame) bool { return f.typ == typePing && f.flags&flagSYN != 0 })
+		require.Greater(t, pings, 10, "keep-alive pinged the silent peer")
+		s.mu.Lock()
+		n := len(s.pings)
+		s.mu.Unlock()
+		require.LessOrEqual(t, n, 1, "outstanding pings after %d unanswered", pings)
+	})
 }

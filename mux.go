@@ -418,6 +418,19 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 	if s.pings == nil {
 		s.pings = make(map[uint32]pingWait)
 	}
+	if done == nil {
+		// A ping nobody waits for (keep-alive, the first round-trip
+		// probe) replaces the one before it, whose late pong is then
+		// ignored: a peer that never answers pings while other frames
+		// keep the session alive would otherwise leave one entry per
+		// keep-alive interval, for good. Ping's own entries go at its
+		// timeout.
+		for old, w := range s.pings {
+			if w.done == nil {
+				delete(s.pings, old)
+			}
+		}
+	}
 	s.pings[id] = pingWait{sent: time.Now(), done: done}
 	s.mu.Unlock()
 	if err := s.w.queueCtrl(header{typ: typePing, flags: flagSYN, length: id}, s.closedCh); err != nil {
@@ -452,8 +465,11 @@ func (s *Session) keepAliveTick() {
 }
 
 // GoAway tells the peer that we accept no new streams; the streams already
-// open keep working. Incoming streams are refused from now on (mplex has
-// no go-away frame: there they are refused without telling the peer).
+// open keep working on this side and with a braid peer, but go-yamux v5
+// (whose handleGoAway returns ErrRemoteGoAway) and rust-yamux end the
+// whole session when a go-away comes. Incoming streams are
+// refused from now on (mplex has no go-away frame: there they are refused
+// without telling the peer).
 // Calling it again is harmless; on a closed session it returns an error
 // matching ErrSessionClosed.
 func (s *Session) GoAway() error {

@@ -43,7 +43,7 @@ type Stream struct {
 	readBusy   bool  // a Read is in progress: other Reads wait for their turn (readTurn)
 	closedRead bool  // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
 	readErr    error // why reads fail once readState is halfReset
-	writeErr   error // why writes fail once writeState is halfReset
+	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked)
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
@@ -136,6 +136,12 @@ func waitChan(c *chan struct{}) chan struct{} {
 // the stream's end and no wake-up meant for one is lost to another.
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
+	if len(b) == 0 {
+		// It takes no turn and waits for nothing.
+		err := s.zeroReadLocked()
+		s.mu.Unlock()
+		return 0, err
+	}
 	if s.readBusy && !s.awaitReadTurnLocked() {
 		s.mu.Unlock()
 		return 0, os.ErrDeadlineExceeded
@@ -176,10 +182,6 @@ func (s *Stream) Read(b []byte) (int, error) {
 			s.endReadLocked()
 			s.mu.Unlock()
 			return 0, os.ErrDeadlineExceeded
-		case len(b) == 0:
-			s.endReadLocked()
-			s.mu.Unlock()
-			return 0, nil
 		}
 		s.offerLocked(b)
 		wait := waitChan(&s.readWait)
@@ -192,6 +194,24 @@ func (s *Stream) Read(b []byte) (int, error) {
 		s.mu.Lock()
 		s.reading = false
 	}
+}
+
+// zeroReadLocked is a zero-length Read: the stream's end, a passed
+// deadline, or nil. mu held.
+func (s *Stream) zeroReadLocked() error {
+	switch {
+	case s.readState == halfLocal || s.closedRead:
+		return ErrStreamClosed
+	case s.recv.size > 0:
+		return nil
+	case s.readState == halfClosed:
+		return io.EOF
+	case s.readState == halfReset:
+		return s.readErr
+	case s.readDeadline.expired():
+		return os.ErrDeadlineExceeded
+	}
+	return nil
 }
 
 // awaitReadTurnLocked waits until no other Read is in progress; it
@@ -485,22 +505,32 @@ func (s *Stream) writeFailure(err error) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writeState == halfReset {
+	if s.writeState == halfReset || err == ErrStreamReset && s.writeErr != nil {
 		return s.writeErr
 	}
 	return streamCutError(s.session.closeError(err))
 }
 
 // CloseWrite half-closes the stream: the peer reads io.EOF after the bytes
-// written so far. Reads keep working.
+// written so far. Reads keep working. On a stream already half-closed,
+// or reset by this side, it does nothing; on one the peer reset, or whose
+// session ended, it returns the error Write returns there: what was
+// written may not have arrived.
 func (s *Stream) CloseWrite() error {
 	// Close the write side first, so that a Write blocked on the peer's
 	// window wakes with ErrStreamClosed and lets go of writeMu; then the
 	// FIN queues after the last frame that Write queued.
 	s.mu.Lock()
 	if s.writeState != halfOpen {
+		var err error
+		if se, ours := s.writeErr.(*StreamError); s.writeState == halfReset && !(ours && !se.Remote) {
+			// The peer's reset or the session's end, as Write reports it
+			// (go-yamux's CloseWrite does too): the data written may not
+			// have arrived. After our own Reset, nothing to report.
+			err = s.writeErr
+		}
 		s.mu.Unlock()
-		return nil
+		return err
 	}
 	s.writeState = halfClosed
 	s.session.w.setDirect(&s.send, false)
@@ -526,7 +556,7 @@ func (s *Stream) CloseWrite() error {
 // its queue meanwhile; otherwise the session's end.
 func (s *Stream) closeWriteFailure(err error) error {
 	s.mu.Lock()
-	reset := s.readErr
+	reset := s.writeErr // set by any reset, even after CloseWrite began (resetLocked)
 	s.mu.Unlock()
 	if err == ErrStreamReset && reset != nil {
 		return reset
@@ -602,6 +632,11 @@ func (s *Stream) resetLocked(err error) {
 		s.writeState = halfReset
 		s.writeErr = err
 		s.session.w.setDirect(&s.send, false)
+	} else if s.writeErr == nil {
+		// A CloseWrite (or its Write) may still be queuing its last
+		// frames, which the reset drops: they fail with this error
+		// (closeWriteFailure, writeFailure), not a session's.
+		s.writeErr = err
 	}
 	notify(s.readWait)
 	notify(s.writeWait)
@@ -619,6 +654,10 @@ func (s *Stream) maybeRemove() {
 	s.mu.Unlock()
 	if done {
 		s.session.removeStream(s)
+		// Both directions are done: no call waits any more, so the
+		// deadlines' timers would only keep the stream reachable.
+		s.readDeadline.stop()
+		s.writeDeadline.stop()
 	}
 }
 

@@ -555,3 +555,106 @@ func TestCloseReadReturnsClosed(t *testing.T) {
 		require.NotErrorIs(t, err, io.EOF)
 	})
 }
+
+// TestCloseWriteRacingPeerReset: a CloseWrite queued behind a Write whose
+// frame the writer is still writing, when the peer (whose FIN came
+// first) resets the stream, returns the peer's reset, a *StreamError, and
+// so does the Write: not an error matching ErrSessionClosed on a session
+// that is up. (Not in a synctest bubble: CloseWrite waits on a mutex,
+// which synctest does not count as blocked; the steps are sequenced on
+// the stream's state instead.)
+func TestCloseWriteRacingPeerReset(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	g := &gatedConn{Conn: c1}
+	client, server := sessionPairOver(t, g, c2, nil)
+	a, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = a.Write([]byte("x"))
+	require.NoError(t, err)
+	b, err := server.AcceptStream()
+	require.NoError(t, err)
+	_, err = io.ReadFull(b, make([]byte, 1))
+	require.NoError(t, err)
+	require.NoError(t, b.CloseWrite())
+	_, err = a.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the peer's FIN")
+
+	g.arm()
+	t.Cleanup(g.release) // before the sessions' cleanup: a failed check must not leave the writer at the gate
+	writec, closec := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := a.Write(make([]byte, 64<<10))
+		writec <- err
+	}()
+	<-g.entered // the frame is in a conn write
+	go func() { closec <- a.CloseWrite() }()
+	state := func(f func() bool) func() bool {
+		return func() bool {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			return f()
+		}
+	}
+	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), 5*time.Second, time.Millisecond, "CloseWrite began")
+	require.NoError(t, b.Reset())
+	require.Eventually(t, state(func() bool { return a.writeErr != nil }), 5*time.Second, time.Millisecond, "the peer's reset came")
+	g.release()
+	err = errWithin(t, closec, "CloseWrite")
+	var se *StreamError
+	require.ErrorAs(t, err, &se, "CloseWrite's error")
+	require.True(t, se.Remote)
+	require.NotErrorIs(t, err, ErrSessionClosed, "the session is up")
+	if err := errWithin(t, writec, "Write"); err != nil { // nil: its frame was out before the reset
+		require.ErrorAs(t, err, &se, "Write's error")
+		require.NotErrorIs(t, err, ErrSessionClosed)
+	}
+	require.False(t, client.IsClosed())
+}
+
+// TestZeroLengthReadBesideBlockedRead: a zero-length Read returns at once
+// (0, nil on an open stream) even while another Read waits for data: it
+// takes no turn.
+func TestZeroLengthReadBesideBlockedRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		readc := make(chan error, 1)
+		go func() {
+			_, err := b.Read(make([]byte, 8))
+			readc <- err
+		}()
+		synctest.Wait()
+		n, err := b.Read(nil)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.NoError(t, a.CloseWrite())
+		synctest.Wait()
+		require.ErrorIs(t, <-readc, io.EOF)
+		_, err = b.Read(nil)
+		require.ErrorIs(t, err, io.EOF, "after the FIN")
+	})
+}
+
+// TestCloseAfterPeerResetReports: CloseWrite and Close on a stream the
+// peer reset, or whose session ended, report it (what was written may not
+// have arrived), as Write does; after this side's own Reset they return
+// nil (TestStreamArguments).
+func TestCloseAfterPeerResetReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, _, a, b := pipeStreamPair(t, nil)
+		require.NoError(t, b.ResetWithError(42))
+		synctest.Wait()
+		var se *StreamError
+		require.ErrorAs(t, a.CloseWrite(), &se)
+		require.True(t, se.Remote)
+		require.Equal(t, uint32(42), se.ErrorCode)
+		require.ErrorAs(t, a.Close(), &se)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		client, _, a, _ := pipeStreamPair(t, nil)
+		require.NoError(t, client.Close())
+		synctest.Wait()
+		err := a.Close()
+		require.ErrorIs(t, err, ErrSessionClosed)
+		require.NotErrorIs(t, err, io.EOF)
+	})
+}

@@ -87,6 +87,12 @@ func withDefaults(cfg *braid.Config) braid.Config {
 			f.Set(src.Field(i))
 		}
 	}
+	if cfg.MaxSessionWindow == 0 {
+		// braid's default follows MaxStreamWindow (braid.Config's
+		// MaxSessionWindow doc); the base's value fits only the default
+		// stream window, and a larger one would fail Validate.
+		c.MaxSessionWindow = max(braid.DefaultMaxSessionWindow, int(c.MaxStreamWindow)-braid.InitialStreamWindow)
+	}
 	return c
 }
 

@@ -57,6 +57,16 @@ func TestNewTransport(t *testing.T) {
 		t.Errorf("config not kept: %+v", got)
 	}
 
+	// A stream window above the default session window: the session
+	// window's default follows it, as in braid.Client.
+	big, err := NewTransport(&braid.Config{MaxStreamWindow: 128 << 20})
+	if err != nil {
+		t.Fatalf("NewTransport with a 128 MiB stream window: %v", err)
+	}
+	if got := big.Config().MaxSessionWindow; got != 128<<20-braid.InitialStreamWindow {
+		t.Errorf("MaxSessionWindow %d, want %d", got, 128<<20-braid.InitialStreamWindow)
+	}
+
 	bad := DefaultConfig()
 	bad.MaxStreamWindow = 1
 	var ce *braid.ConfigError
