@@ -229,9 +229,10 @@ type Config struct {
 	MaxReceiveStall time.Duration
 
 	// Memory, when not nil, is asked before a stream is created and
-	// before a receive window grows, always with no lock of the session
-	// held, and told when a window shrinks or a stream ends, so that it
-	// can cap what peers make the session buffer. The default, nil, is no
+	// before a receive window grows (mplex, which has no windows: before
+	// a stream's buffer holds more than it reserved), always with no lock
+	// of the session held, and told when a window shrinks or a stream
+	// ends, so that it can cap what peers make the session buffer. The default, nil, is no
 	// limit. A nil pointer stored in the interface is an error.
 	Memory MemoryManager
 

@@ -71,3 +71,36 @@ func (l *memoryLedger) close() {
 	}
 	l.held = 0
 }
+
+// reserveBuffered accounts an mplex stream's receive buffer once n more
+// bytes are in it. Without flow control no window bounds the buffer, only
+// Config.MaxReceiveBuffer (4 MiB by default, and one frame more into an
+// empty buffer), while a stream reserves InitialStreamWindow when it
+// opens: so what the buffer would hold beyond the stream's reservation is
+// reserved first, in steps of InitialStreamWindow, and stays reserved
+// until the stream is removed. It reports false when the memory manager
+// refuses (the caller resets the stream, as for a full buffer). Only the read
+// loop calls it; no lock held.
+func (s *Stream) reserveBuffered(n uint32) bool {
+	sess := s.session
+	if sess.cfg.Memory == nil {
+		return true
+	}
+	s.mu.Lock()
+	need := s.recv.size + int(n) - s.reserved
+	gone := s.memGone
+	s.mu.Unlock()
+	if need <= 0 || gone {
+		return true
+	}
+	step := (need + InitialStreamWindow - 1) / InitialStreamWindow * InitialStreamWindow
+	if sess.mem.reserve(step, streamPriority) != nil {
+		return false
+	}
+	s.mu.Lock()
+	mem, budget := s.keepReservedLocked(uint32(step)) // removed meanwhile: handed back
+	s.mu.Unlock()
+	sess.releaseMemory(int(mem))
+	sess.releaseBudget(budget)
+	return true
+}

@@ -171,3 +171,41 @@ func TestOpenStreamMemoryRefusal(t *testing.T) {
 	_, err = client.OpenStream(context.Background())
 	require.ErrorIs(t, err, ErrSessionClosed)
 }
+
+// TestMplexBufferReserved: an mplex stream's receive buffer, which no
+// window bounds (only MaxReceiveBuffer), is reserved from Config.Memory as
+// it fills: with streams whose reader has not read yet, the manager holds
+// at least what they buffer, and it all goes back with the session.
+func TestMplexBufferReserved(t *testing.T) {
+	const streams, each = 4, 2 << 20 // within MaxReceiveBuffer: no push-back
+	mem := &countingMemory{}
+	c1, c2 := tcpPair(t)
+	client, err := Client(c1, &Config{Protocol: Mplex})
+	require.NoError(t, err)
+	defer client.Close()
+	server, err := Server(c2, &Config{Protocol: Mplex, Memory: mem})
+	require.NoError(t, err)
+	var accepted []*Stream
+	for range streams {
+		st, err := client.OpenStream(context.Background())
+		require.NoError(t, err)
+		_, err = st.Write(make([]byte, each))
+		require.NoError(t, err)
+		a, err := server.AcceptStream()
+		require.NoError(t, err)
+		accepted = append(accepted, a)
+	}
+	buffered := func() int {
+		n := 0
+		for _, a := range accepted {
+			a.mu.Lock()
+			n += a.recv.size
+			a.mu.Unlock()
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return buffered() == streams*each }, 5*time.Second, time.Millisecond, "every byte buffered")
+	require.GreaterOrEqual(t, int(mem.reserved.Load()), streams*each, "reserved against buffered")
+	require.NoError(t, server.Close())
+	require.Zero(t, mem.reserved.Load(), "all of it back with the session")
+}

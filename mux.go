@@ -810,6 +810,11 @@ func (s *Session) handleStreamFrame(h header) error {
 				return s.discard(h.length)
 			}
 		}
+		if !s.caps.flowControl && !st.reserveBuffered(h.length) {
+			// The memory manager refused what the buffer would hold.
+			st.overflow()
+			return s.discard(h.length)
+		}
 		if h.length > maxSmallPayload {
 			s.bulk.large(s.recvFrames.Load(), h.streamID)
 		}

@@ -47,9 +47,10 @@
 //
 // Each connection begins a span of the network.PeerScope go-libp2p hands to
 // NewConn. braid reserves a new stream's initial window and every growth of
-// a receive window from that span before it commits to it, so the resource
+// a receive window (over mplex, every growth of a stream's buffer past what
+// it reserved) from that span before it commits to it, so the resource
 // manager can refuse; a refused growth leaves the window as it is, a
-// refused stream is reset. Everything is released when streams end and
+// refused stream (or mplex buffer) is reset. Everything is released when streams end and
 // when the connection closes, and the span ends with the connection.
 //
 // # Errors
