@@ -815,11 +815,7 @@ func TestFaultConnectionWriteTimeout(t *testing.T) {
 			defer s.Close()
 			st, err := s.OpenStream(context.Background())
 			if err == nil {
-				readc := make(chan error, 1)
-				go func() {
-					_, err := st.Read(make([]byte, 1))
-					readc <- err
-				}()
+				readc := readInBackground(st, 1)
 				// Enough to fill any buffer below: a whole window.
 				go func() { _, _ = st.Write(make([]byte, InitialStreamWindow)) }()
 				err = errWithin(t, readc, "Read on a session whose conn stalled")
@@ -890,11 +886,7 @@ func TestFaultKeepAlive(t *testing.T) {
 			defer s.Close()
 			st, err := s.OpenStream(context.Background())
 			require.NoError(t, err)
-			readc := make(chan error, 1)
-			go func() {
-				_, err := st.Read(make([]byte, 1))
-				readc <- err
-			}()
+			readc := readInBackground(st, 1)
 			err = errWithin(t, readc, "Read on a session with a silent peer")
 			elapsed := time.Since(start)
 			t.Logf("silent peer detected after %v (interval %v)", elapsed, interval)

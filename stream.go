@@ -43,7 +43,7 @@ type Stream struct {
 	readBusy   bool  // a Read is in progress: other Reads wait for their turn (readTurn)
 	closedRead bool  // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
 	readErr    error // why reads fail once readState is halfReset
-	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked)
+	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
@@ -136,17 +136,32 @@ func waitChan(c *chan struct{}) chan struct{} {
 // the stream's end and no wake-up meant for one is lost to another.
 func (s *Stream) Read(b []byte) (int, error) {
 	s.mu.Lock()
-	if len(b) == 0 {
-		// It takes no turn and waits for nothing.
-		err := s.zeroReadLocked()
-		s.mu.Unlock()
-		return 0, err
+	turn := len(b) > 0 // a zero-length Read waits for nothing: it takes no turn
+	if turn {
+		if s.readBusy && !s.awaitReadTurnLocked() {
+			s.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+		s.readBusy = true
 	}
-	if s.readBusy && !s.awaitReadTurnLocked() {
-		s.mu.Unlock()
-		return 0, os.ErrDeadlineExceeded
+	n, buffered, err := s.readLocked(b)
+	if turn {
+		s.endReadLocked()
 	}
-	s.readBusy = true
+	if buffered {
+		s.consumedAndUnlock(uint32(n))
+	} else {
+		s.mu.Unlock()
+	}
+	return n, err
+}
+
+// readLocked is Read's turn: it waits until it has bytes or an end to
+// return. buffered tells that the n bytes came out of the stream's
+// buffer, to be consumed (lent bytes were consumed as the read loop gave
+// them back, giveBack). mu held on entry and on return; released while
+// waiting.
+func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 	for {
 		if s.lend.holds(b) {
 			if s.lend.active {
@@ -154,34 +169,22 @@ func (s *Stream) Read(b []byte) (int, error) {
 				continue
 			}
 			if n := s.lend.take(); n > 0 {
-				s.endReadLocked()
-				s.mu.Unlock() // consumed as they were given back (giveBack)
-				return n, nil
+				return n, false, nil
 			}
 		}
 		switch {
 		case s.readState == halfLocal || s.closedRead:
-			s.endReadLocked()
-			s.mu.Unlock()
-			return 0, ErrStreamClosed
+			return 0, false, ErrStreamClosed
 		case s.recv.size > 0:
-			n := s.recv.read(b)
-			s.endReadLocked()
-			s.consumedAndUnlock(uint32(n))
-			return n, nil
+			return s.recv.read(b), true, nil
 		case s.readState == halfClosed:
-			s.endReadLocked()
-			s.mu.Unlock()
-			return 0, io.EOF
+			return 0, false, io.EOF
 		case s.readState == halfReset:
-			err := s.readErr
-			s.endReadLocked()
-			s.mu.Unlock()
-			return 0, err
+			return 0, false, s.readErr
 		case s.readDeadline.expired():
-			s.endReadLocked()
-			s.mu.Unlock()
-			return 0, os.ErrDeadlineExceeded
+			return 0, false, os.ErrDeadlineExceeded
+		case len(b) == 0:
+			return 0, false, nil
 		}
 		s.offerLocked(b)
 		wait := waitChan(&s.readWait)
@@ -194,24 +197,6 @@ func (s *Stream) Read(b []byte) (int, error) {
 		s.mu.Lock()
 		s.reading = false
 	}
-}
-
-// zeroReadLocked is a zero-length Read: the stream's end, a passed
-// deadline, or nil. mu held.
-func (s *Stream) zeroReadLocked() error {
-	switch {
-	case s.readState == halfLocal || s.closedRead:
-		return ErrStreamClosed
-	case s.recv.size > 0:
-		return nil
-	case s.readState == halfClosed:
-		return io.EOF
-	case s.readState == halfReset:
-		return s.readErr
-	case s.readDeadline.expired():
-		return os.ErrDeadlineExceeded
-	}
-	return nil
 }
 
 // awaitReadTurnLocked waits until no other Read is in progress; it
@@ -498,7 +483,8 @@ func (s *Stream) allowDirect() {
 	s.mu.Unlock()
 }
 
-// writeFailure maps an error of the writer to what Write returns.
+// writeFailure maps an error of the writer to what Write and CloseWrite
+// return: the stream's reset if one dropped its queue, else the session's end.
 func (s *Stream) writeFailure(err error) error {
 	if err == os.ErrDeadlineExceeded {
 		return err
@@ -523,7 +509,8 @@ func (s *Stream) CloseWrite() error {
 	s.mu.Lock()
 	if s.writeState != halfOpen {
 		var err error
-		if se, ours := s.writeErr.(*StreamError); s.writeState == halfReset && !(ours && !se.Remote) {
+		se, isReset := s.writeErr.(*StreamError)
+		if s.writeState == halfReset && !(isReset && !se.Remote) {
 			// The peer's reset or the session's end, as Write reports it
 			// (go-yamux's CloseWrite does too): the data written may not
 			// have arrived. After our own Reset, nothing to report.
@@ -546,22 +533,9 @@ func (s *Stream) CloseWrite() error {
 	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
 	s.maybeRemove()
 	if err != nil {
-		return s.closeWriteFailure(err)
+		return s.writeFailure(err) // a reset meanwhile (resetLocked) or the session's end
 	}
 	return nil
-}
-
-// closeWriteFailure maps the FIN's failure to what CloseWrite returns: the
-// stream's reset (a *StreamError) if a reset, ours or the peer's, dropped
-// its queue meanwhile; otherwise the session's end.
-func (s *Stream) closeWriteFailure(err error) error {
-	s.mu.Lock()
-	reset := s.writeErr // set by any reset, even after CloseWrite began (resetLocked)
-	s.mu.Unlock()
-	if err == ErrStreamReset && reset != nil {
-		return reset
-	}
-	return streamCutError(s.session.closeError(err))
 }
 
 // CloseRead stops reading: buffered and later incoming bytes are dropped
@@ -635,7 +609,7 @@ func (s *Stream) resetLocked(err error) {
 	} else if s.writeErr == nil {
 		// A CloseWrite (or its Write) may still be queuing its last
 		// frames, which the reset drops: they fail with this error
-		// (closeWriteFailure, writeFailure), not a session's.
+		// (writeFailure), not a session's.
 		s.writeErr = err
 	}
 	notify(s.readWait)

@@ -40,6 +40,17 @@ func errWithin(t testing.TB, errc <-chan error, what string) error {
 	}
 }
 
+// readInBackground starts a Read of n bytes on st and returns the
+// channel its error comes on.
+func readInBackground(st *Stream, n int) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := st.Read(make([]byte, n))
+		errc <- err
+	}()
+	return errc
+}
+
 // pipeStreamPair is streamPair over net.Pipe. Inside a synctest bubble
 // nothing of the two sessions then waits on a socket, so synctest.Wait
 // returns once every call that can block has blocked, and time is the
@@ -83,11 +94,7 @@ func TestDeadlineSetWhileBlocked(t *testing.T) {
 		t.Run(when.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				_, _, a, _ := pipeStreamPair(t, nil)
-				readc := make(chan error, 1)
-				go func() {
-					_, err := a.Read(make([]byte, 10))
-					readc <- err
-				}()
+				readc := readInBackground(a, 10)
 				// Exhaust the send window (the peer never reads) so that
 				// Write blocks too.
 				writec := make(chan error, 1)
@@ -617,11 +624,7 @@ func TestCloseWriteRacingPeerReset(t *testing.T) {
 func TestZeroLengthReadBesideBlockedRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, _, a, b := pipeStreamPair(t, nil)
-		readc := make(chan error, 1)
-		go func() {
-			_, err := b.Read(make([]byte, 8))
-			readc <- err
-		}()
+		readc := readInBackground(b, 8)
 		synctest.Wait()
 		n, err := b.Read(nil)
 		require.NoError(t, err)
