@@ -16,12 +16,20 @@
 //   - relay+handoff, relay+handoff+reverse: both, and all three; queued
 //     reverse writes them from a writer goroutine of the reader's side
 //     (a muxer's), not from the reader goroutine.
+//   - corked: raw, with the TCP socket under the writer's TLS conn corked
+//     (TCP_CORK, Linux) from the first write to the last: its records
+//     leave in segments of the MSS, the fewest trips through the two
+//     network stacks a writer of these records can make. It bounds what a muxer writing raw TLS's records can gain by
+//     merging them (braid's cork.go).
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
 // TLS at GOMAXPROCS 2 on an AMD EPYC VM, go-yamux the same) loses
 // against raw TLS (docs/measurements.md, "Session 18"):
 //
 //	go run ./bench/cmd/tlsshape -procs 2 -rounds 5
+//
+// Session 22 added the corked shape, to bound one-stream TLS bulk at
+// GOMAXPROCS 2 from above (docs/measurements.md, "Session 22").
 package main
 
 import (

@@ -25,6 +25,7 @@ type shape struct {
 	relay   bool // the reader's side reads through a reader goroutine and a copy
 	reverse bool // the reader writes reverseSize bytes back every message
 	queued  bool // with reverse: through a writer goroutine of the reader's side, as a muxer's window updates and pongs
+	corked  bool // the writer's TCP socket is corked for the whole transfer (Linux): its records leave as full segments
 }
 
 // shapes are what run measures, raw first (the ratios' base).
@@ -36,6 +37,7 @@ var shapes = []shape{
 	{name: "relay+handoff", relay: true, handoff: true},
 	{name: "relay+handoff+reverse", relay: true, handoff: true, reverse: true},
 	{name: "relay+handoff+queued reverse", relay: true, handoff: true, reverse: true, queued: true},
+	{name: "corked", corked: true},
 }
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
@@ -79,8 +81,14 @@ func (s shape) run(messages int) (float64, error) {
 }
 
 // send writes the messages to w, itself or through a writer goroutine.
-func (s shape) send(w net.Conn, messages int) error {
+func (s shape) send(w net.Conn, messages int) (err error) {
 	msg := make([]byte, messageSize)
+	if s.corked {
+		if err := setCork(w, true); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, setCork(w, false)) }() // sends the last partial segment
+	}
 	if !s.handoff {
 		for range messages {
 			if _, err := w.Write(msg); err != nil {
