@@ -78,9 +78,11 @@ func (l *memoryLedger) close() {
 // empty buffer), while a stream reserves InitialStreamWindow when it
 // opens: so what the buffer would hold beyond the stream's reservation is
 // reserved first, in steps of InitialStreamWindow, and stays reserved
-// until the stream is removed. It reports false when the memory manager
-// refuses (the caller resets the stream, as for a full buffer). Only the read
-// loop calls it; no lock held.
+// until the stream is removed. Bytes the stream drops (its read side
+// closed: CloseRead, a reset) are reserved nothing: a refusal for them
+// would reset a stream whose Writes must keep working. It reports false
+// when the memory manager refuses (the caller resets the stream, as for a
+// full buffer). Only the read loop calls it; no lock held.
 func (s *Stream) reserveBuffered(n uint32) bool {
 	sess := s.session
 	if sess.cfg.Memory == nil {
@@ -88,7 +90,7 @@ func (s *Stream) reserveBuffered(n uint32) bool {
 	}
 	s.mu.Lock()
 	need := s.recv.size + int(n) - s.reserved
-	gone := s.memGone
+	gone := s.memGone || s.readState != halfOpen // bytes about to be dropped (receivedLocked) need none
 	s.mu.Unlock()
 	if need <= 0 || gone {
 		return true

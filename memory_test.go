@@ -209,3 +209,54 @@ func TestMplexBufferReserved(t *testing.T) {
 	require.NoError(t, server.Close())
 	require.Zero(t, mem.reserved.Load(), "all of it back with the session")
 }
+
+// cappedMemory grants reservations while the total stays within limit.
+type cappedMemory struct {
+	mu          sync.Mutex
+	held, limit int
+}
+
+func (m *cappedMemory) ReserveMemory(size int, _ uint8) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held+size > m.limit {
+		return errNoMemory
+	}
+	m.held += size
+	return nil
+}
+
+func (m *cappedMemory) ReleaseMemory(size int) {
+	m.mu.Lock()
+	m.held -= size
+	m.mu.Unlock()
+}
+
+// TestMplexCloseReadNeedsNoMemory: after CloseRead an mplex stream drops
+// what comes and its Writes keep working, so a message arriving then
+// reserves nothing: before, the read loop reserved a buffer for bytes it
+// was about to drop, and the manager's refusal reset the stream, write
+// side and all.
+func TestMplexCloseReadNeedsNoMemory(t *testing.T) {
+	cfg := mplexConfig()
+	mem := &cappedMemory{limit: 2 * InitialStreamWindow} // the stream's opening reservation and one more
+	cfg.Memory = mem
+	p, s := newMplexRawPeer(t, cfg)
+	p.send(rawMplex(0, mplexNewStream, nil))
+	st := acceptWithin(t, s)
+	require.NoError(t, st.CloseRead())
+	held := func() int {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		return mem.held
+	}
+	before := held()
+	p.send(rawMplex(0, mplexMessageInitiator, make([]byte, MplexMaxMessage)))
+	p.send(rawMplex(1, mplexNewStream, nil))
+	acceptWithin(t, s) // the read loop is past the message
+	require.Equal(t, before+InitialStreamWindow, held(), "only stream 1's opening reservation, none for dropped bytes")
+	_, err := st.Write([]byte("still writing"))
+	require.NoError(t, err, "Write after CloseRead and a message")
+	f := p.await("stream 0's next frame", func(f mplexRawFrame) bool { return f.id == 0 })
+	require.Equal(t, uint64(mplexMessageReceiver), f.tag, "a Message, not a Reset")
+}
