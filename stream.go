@@ -47,6 +47,7 @@ type Stream struct {
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
+	writeBusy  bool  // writeFull runs: a Write may wait on the write deadline, whose timer stays until it returns
 	// Receiving side of flow control.
 	recv       recvBuffer
 	rw         recvWindow // the receive window (recvwindow.go)
@@ -388,6 +389,10 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	defer s.allowDirect()
+	s.mu.Lock()
+	s.writeBusy = true
+	s.mu.Unlock()
+	defer s.endWrite()
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
@@ -415,6 +420,18 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 		b = b[n:]
 	}
 	return written, nil
+}
+
+// endWrite ends writeFull: once the stream has left the session meanwhile
+// (maybeRemove left the write deadline's timer to it), the timer goes.
+func (s *Stream) endWrite() {
+	s.mu.Lock()
+	s.writeBusy = false
+	removed := s.removed
+	s.mu.Unlock()
+	if removed {
+		s.writeDeadline.stop()
+	}
 }
 
 // awaitCredit waits until the stream may send, and takes up to want bytes
@@ -625,13 +642,18 @@ func (s *Stream) maybeRemove() {
 	if done {
 		s.removed = true
 	}
+	writing := s.writeBusy
 	s.mu.Unlock()
 	if done {
 		s.session.removeStream(s)
-		// Both directions are done: no call waits any more, so the
-		// deadlines' timers would only keep the stream reachable.
+		// Both directions are done, so the deadlines' timers would
+		// only keep the stream reachable; but a Write that began
+		// before CloseWrite may still wait in the writer's queue, and
+		// its deadline must still fire: endWrite stops that timer.
 		s.readDeadline.stop()
-		s.writeDeadline.stop()
+		if !writing {
+			s.writeDeadline.stop()
+		}
 	}
 }
 

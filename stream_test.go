@@ -661,3 +661,52 @@ func TestCloseAfterPeerResetReports(t *testing.T) {
 		require.NotErrorIs(t, err, io.EOF)
 	})
 }
+
+// TestWriteDeadlineAfterRemoval: a Write waiting in the writer's queue
+// when CloseWrite is called, and then the peer's FIN takes the stream out
+// of the session, still returns at its write deadline. Before, the removal
+// stopped the deadline's timer, and the Write waited until the conn took
+// its bytes.
+func TestWriteDeadlineAfterRemoval(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	gc := &gatedConn{Conn: c1}
+	client, server := sessionPairOver(t, gc, c2, &Config{DisableKeepAlive: true})
+	a, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	b, err := server.AcceptStream()
+	require.NoError(t, err)
+	other, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = server.AcceptStream()
+	require.NoError(t, err)
+
+	gc.arm() // the client's conn takes no byte now
+	defer gc.release()
+	go other.Write(make([]byte, 100)) //nolint:errcheck // holds the conn at the gate
+	<-gc.entered
+	state := func(f func() bool) func() bool {
+		return func() bool { a.mu.Lock(); defer a.mu.Unlock(); return f() }
+	}
+
+	const deadline = 300 * time.Millisecond
+	require.NoError(t, a.SetWriteDeadline(time.Now().Add(deadline)))
+	werr := make(chan error, 1)
+	go func() {
+		_, err := a.Write(make([]byte, 100*1024)) // waits behind the gate
+		werr <- err
+	}()
+	require.Eventually(t, state(func() bool { return a.writeBusy }), time.Second, time.Millisecond)
+	go a.CloseWrite() //nolint:errcheck // waits for the Write
+	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), time.Second, time.Millisecond)
+	require.NoError(t, b.CloseWrite()) // the peer's FIN: a leaves the session
+	require.Eventually(t, state(func() bool { return a.removed }), time.Second, time.Millisecond)
+	select {
+	case err := <-werr:
+		if err != nil { // nil: the rest was copied into the queue at the deadline
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		}
+	case <-time.After(10 * deadline):
+		gc.release()
+		t.Fatalf("Write still blocked %v after its %v deadline; once the conn let it through: %v", 10*deadline, deadline, <-werr)
+	}
+}
