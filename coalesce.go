@@ -906,7 +906,10 @@ func (w *writer) armWriteTimeout() {
 	w.deadlineRenew = now.Add(slack)
 	// A conn without deadlines reports an error here; it still works, and
 	// a closed conn fails the write itself, so the error is not needed.
-	_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout + slack))
+	// Two Adds, not one of the sum: Time.Add saturates, and a timeout
+	// near math.MaxInt64 (a user's "never") plus its slack would wrap to
+	// a deadline in the past.
+	_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout).Add(slack))
 }
 
 func (w *writer) account(n int64, err error) error {

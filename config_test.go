@@ -5,11 +5,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"log/slog"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestConfigZeroIsDefault: &Config{}, a nil *Config and DefaultConfig()
@@ -259,4 +263,31 @@ func configFieldDocs(t *testing.T) map[string]string {
 		t.Fatal("no Config struct in config.go")
 	}
 	return docs
+}
+
+// TestLongestDurations: every duration of Config without an upper bound
+// (CoalesceDelay has one), at its largest value (a user's "never"), is valid and leaves a working session. Before, a
+// ConnectionWriteTimeout near math.MaxInt64 plus its slack wrapped to a
+// write deadline in the past, and the first write ended the session.
+func TestLongestDurations(t *testing.T) {
+	const never = time.Duration(math.MaxInt64)
+	for name, set := range map[string]func(*Config){
+		"MaxReceiveStall":        func(c *Config) { c.MaxReceiveStall = never },
+		"KeepAliveInterval":      func(c *Config) { c.KeepAliveInterval = never },
+		"ConnectionWriteTimeout": func(c *Config) { c.ConnectionWriteTimeout = never },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			set(cfg)
+			require.NoError(t, cfg.Validate())
+			_, _, a, b := streamPair(t, cfg)
+			_, err := a.Write([]byte("hello"))
+			require.NoError(t, err)
+			require.NoError(t, b.SetReadDeadline(time.Now().Add(5*time.Second)))
+			got := make([]byte, 5)
+			_, err = io.ReadFull(b, got)
+			require.NoError(t, err)
+			require.Equal(t, "hello", string(got))
+		})
+	}
 }
