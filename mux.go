@@ -169,12 +169,16 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 
 // OpenStream opens a new stream. It waits while Config.MaxUnackedStreams
 // of our streams wait for the peer's acknowledgement, until ctx is done
-// (then it returns ctx.Err()). A nil ctx is ErrNilContext. The SYN grants
-// the peer the window the session's path needs (more than the protocol's
-// initial 256 KiB on a long link).
+// (then it returns ctx.Err(), as it does for a ctx already done, opening
+// nothing). A nil ctx is ErrNilContext. The SYN grants the peer the window
+// the session's path needs (more than the protocol's initial 256 KiB on a
+// long link).
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if err := s.mem.reserve(InitialStreamWindow, streamPriority); err != nil {
 		if errors.Is(err, ErrSessionClosed) {
