@@ -47,7 +47,7 @@ type Stream struct {
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
-	writeBusy  bool  // writeFull runs: a Write may wait on the write deadline, whose timer stays until it returns
+	writeBusy  bool  // writeFull runs (awaitCredit to endWrite): a Write may wait on the write deadline, whose timer stays until it returns
 	// Receiving side of flow control.
 	recv       recvBuffer
 	rw         recvWindow // the receive window (recvwindow.go)
@@ -388,10 +388,6 @@ func (s *Stream) Write(b []byte) (int, error) {
 func (s *Stream) writeFull(b []byte) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	defer s.allowDirect()
-	s.mu.Lock()
-	s.writeBusy = true
-	s.mu.Unlock()
 	defer s.endWrite()
 	w := s.session.w
 	written := 0
@@ -422,18 +418,6 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	return written, nil
 }
 
-// endWrite ends writeFull: once the stream has left the session meanwhile
-// (maybeRemove left the write deadline's timer to it), the timer goes.
-func (s *Stream) endWrite() {
-	s.mu.Lock()
-	s.writeBusy = false
-	removed := s.removed
-	s.mu.Unlock()
-	if removed {
-		s.writeDeadline.stop()
-	}
-}
-
 // awaitCredit waits until the stream may send, and takes up to want bytes
 // of send window: at most one batch for a copied write, so that streams
 // take turns; all of it for a write by reference (whole), which the writer
@@ -449,6 +433,7 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.writeBusy = true // until endWrite
 	for {
 		switch {
 		case s.writeState == halfClosed || s.writeState == halfLocal:
@@ -486,18 +471,22 @@ func (s *Stream) giveBackCredit(n int) {
 	}
 }
 
-// allowDirect lets small Writes take sendSmall (writer.setDirect) when
-// the stream's state allows it: its write side open, its first frame's
-// flags sent, flow control on. Write's full path calls it when it ends.
-func (s *Stream) allowDirect() {
-	if !s.session.caps.flowControl {
-		return
-	}
+// endWrite ends writeFull. Small Writes may take sendSmall again
+// (writer.setDirect) when the stream's state allows it: its write side
+// open, its first frame's flags sent, flow control on. And once the stream
+// has left the session meanwhile (maybeRemove leaves the write deadline's
+// timer to a Write in progress), the timer goes.
+func (s *Stream) endWrite() {
 	s.mu.Lock()
-	if s.writeState == halfOpen && !s.needACK {
+	s.writeBusy = false
+	removed := s.removed
+	if s.session.caps.flowControl && s.writeState == halfOpen && !s.needACK {
 		s.session.w.setDirect(&s.send, true)
 	}
 	s.mu.Unlock()
+	if removed {
+		s.writeDeadline.stop()
+	}
 }
 
 // writeFailure maps an error of the writer to what Write and CloseWrite
