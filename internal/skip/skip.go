@@ -22,9 +22,17 @@ func Because(t testing.TB, format string, args ...any) {
 	t.Helper()
 	reason := fmt.Sprintf(format, args...)
 	if path := os.Getenv(LogEnv); path != "" {
-		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			fmt.Fprintf(f, "%s: %s\n", t.Name(), reason)
-			f.Close()
+		// A skip the log can't record would pass unseen: fail instead.
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatalf("skip log %s: %v (skipping because %s)", path, err, reason)
+		}
+		_, werr := fmt.Fprintf(f, "%s: %s\n", t.Name(), reason)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			t.Fatalf("skip log %s: %v (skipping because %s)", path, werr, reason)
 		}
 	}
 	t.Skip(reason)
