@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,13 +63,19 @@ type summary struct {
 	above, n       int // pairs with B / A > 1, and all pairs
 }
 
+// The quartiles' fractions of the ranked ratios.
+const (
+	lowerQuartile = 0.25
+	upperQuartile = 0.75
+)
+
 // summarize returns the median and quartiles of ratios (nearest rank) and
 // how many exceed 1.
 func summarize(ratios []float64) summary {
 	r := slices.Clone(ratios)
 	slices.Sort(r)
 	n := len(r)
-	s := summary{q1: r[n/4], q3: r[(3*n)/4], n: n}
+	s := summary{q1: nearestRank(r, lowerQuartile), q3: nearestRank(r, upperQuartile), n: n}
 	if n%2 == 1 {
 		s.median = r[n/2]
 	} else {
@@ -80,6 +87,14 @@ func summarize(ratios []float64) summary {
 		}
 	}
 	return s
+}
+
+// nearestRank is the p-th quantile of sorted by nearest rank: the
+// ceil(p*n)-th smallest of its n values (index ceil(p*n)-1, clamped to
+// the slice).
+func nearestRank(sorted []float64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 // write prints one line per quantity, sorted by benchmark and unit.

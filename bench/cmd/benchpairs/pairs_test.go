@@ -29,11 +29,31 @@ func TestParse(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	s := summarize([]float64{1.2, 0.9, 1.1, 1.0})
-	if s.median != 1.05 || s.above != 2 || s.n != 4 || s.q1 != 1.0 || s.q3 != 1.2 {
+	if s.median != 1.05 || s.above != 2 || s.n != 4 || s.q1 != 0.9 || s.q3 != 1.1 {
 		t.Fatalf("summary %+v", s)
 	}
 	if s := summarize([]float64{0.5, 2, 1.5}); s.median != 1.5 || s.above != 2 {
 		t.Fatalf("odd count: %+v", s)
+	}
+}
+
+// TestSummarizeNearestRankQuartiles: the quartiles are nearest-rank, the
+// ceil(p*n)-th smallest ratio, for counts divisible by 4 and not.
+func TestSummarizeNearestRankQuartiles(t *testing.T) {
+	cases := []struct {
+		ratios []float64
+		q1, q3 float64
+	}{
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8}, 2, 6},
+		{[]float64{4, 3, 2, 1}, 1, 3},
+		{[]float64{1, 2, 3, 4, 5}, 2, 4},
+		{[]float64{1, 2, 3, 4, 5, 6}, 2, 5},
+		{[]float64{7}, 7, 7},
+	}
+	for _, tc := range cases {
+		if s := summarize(tc.ratios); s.q1 != tc.q1 || s.q3 != tc.q3 {
+			t.Errorf("%v: q1 %v q3 %v, want %v and %v", tc.ratios, s.q1, s.q3, tc.q1, tc.q3)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -28,6 +29,18 @@ func cellRounds(id, w string, params map[string]string, m metric, rounds map[str
 			r.Samples = append(r.Samples, sample{m.Key: v})
 		}
 		c.Results = append(c.Results, r)
+	}
+	rep := &report{Cells: []cellResult{*c}}
+	summarize(rep)
+	return &rep.Cells[0]
+}
+
+// withFailed marks the named contenders of c failed and summarizes c
+// again, as a run does: a failed contender has no summary, and no ratio
+// to it is taken.
+func withFailed(c *cellResult, names ...string) *cellResult {
+	for _, n := range names {
+		c.result(n).Failed = "timed out"
 	}
 	rep := &report{Cells: []cellResult{*c}}
 	summarize(rep)
@@ -278,6 +291,183 @@ func TestReportText(t *testing.T) {
 	for _, c := range rep.Cells {
 		if !charted[c.ID] {
 			t.Errorf("cell %s is in no chart", c.ID)
+		}
+	}
+}
+
+// TestVerdictBestOtherNeedsEveryMember: a target against the best of
+// go-yamux, smux and hashicorp/yamux is not measured while any of them has
+// no figure, whatever braid's ratio to the rest, and the detail names the
+// missing ones.
+func TestVerdictBestOtherNeedsEveryMember(t *testing.T) {
+	bulkRate := metric{Key: mBulkMBps, Unit: "MB/s", Higher: true}
+	ping := map[string]string{"neighbours": "10"}
+	bulkTarget := func(c *cellResult) target {
+		for _, tg := range targetsFor(c) {
+			if tg.metric == mBulkMBps {
+				return tg
+			}
+		}
+		t.Fatalf("cell %s has no %s target", c.ID, mBulkMBps)
+		return target{}
+	}
+	// braid at 0.85x go-yamux's 1000: the bound 0.8x holds against
+	// go-yamux and hashicorp, but smux's figure could be higher.
+	c := withFailed(cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
+		"braid": 850, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 1200, "hashicorp": 600}), "smux")
+	r := cellVerdict(c, bulkTarget(c))
+	if r.Status != statusUnmeasured || !strings.Contains(r.Detail, "smux") {
+		t.Errorf("smux failed: status %s (%s), want %s naming smux", r.Status, r.Detail, statusUnmeasured)
+	}
+	// smux and hashicorp not run at all.
+	c = cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
+		"braid": 850, "braid-nocoalesce": 700, yamuxName: 1000})
+	r = cellVerdict(c, bulkTarget(c))
+	if r.Status != statusUnmeasured || !strings.Contains(r.Detail, "smux") || !strings.Contains(r.Detail, "hashicorp") {
+		t.Errorf("smux and hashicorp unmeasured: status %s (%s), want %s naming both", r.Status, r.Detail, statusUnmeasured)
+	}
+	// Every member measured: judged against the best of them.
+	c = cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
+		"braid": 850, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 900, "hashicorp": 600})
+	if r = cellVerdict(c, bulkTarget(c)); r.Status != statusWon {
+		t.Errorf("every member measured: status %s (%s), want %s", r.Status, r.Detail, statusWon)
+	}
+}
+
+// TestVerdictLossOutranksMissingReference: every condition of a target is
+// evaluated; a measured condition that fails makes the row lost even when
+// another condition's reference has no figure, and a missing reference
+// makes it not measured only when nothing measured failed.
+func TestVerdictLossOutranksMissingReference(t *testing.T) {
+	lat := metric{Key: mP50, Unit: "µs"}
+	ping := map[string]string{"neighbours": "10"}
+	cases := []struct {
+		name    string
+		medians map[string]float64
+		want    status
+	}{
+		// braid at 2.5x the best other (bound 0.5x); coalescing off failed.
+		{"first condition fails, second unmeasured", map[string]float64{
+			"braid": 500, yamuxName: 1000, "smux": 200, "hashicorp": 900}, statusLost},
+		// braid at 1.5x coalescing off (bound 1x); the best other unmeasured.
+		{"first condition unmeasured, second fails", map[string]float64{
+			"braid": 150, "braid-nocoalesce": 100, yamuxName: 1000, "smux": 200}, statusLost},
+		{"first condition holds, second unmeasured", map[string]float64{
+			"braid": 90, yamuxName: 1000, "smux": 200, "hashicorp": 900}, statusUnmeasured},
+		{"both hold", map[string]float64{
+			"braid": 90, "braid-nocoalesce": 100, yamuxName: 1000, "smux": 200, "hashicorp": 900}, statusWon},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cellWith("ping-bulk", wPing, ping, lat, tc.medians)
+			r := cellVerdict(c, targetsFor(c)[0])
+			if r.Status != tc.want {
+				t.Errorf("status %s (%s), want %s", r.Status, r.Detail, tc.want)
+			}
+			if r.Status != statusWon && !strings.Contains(r.Detail, "no figure") {
+				t.Errorf("detail %q does not say which reference has no figure", r.Detail)
+			}
+		})
+	}
+}
+
+// TestPacketVerdictLossOutranksMissingFigure: a slowdown matrix row is lost
+// when braid loses at one GOMAXPROCS, even when a figure is missing at
+// another; it is not measured only when nothing measured lost.
+func TestPacketVerdictLossOutranksMissingFigure(t *testing.T) {
+	timeOp := metric{Key: mTime, Unit: "ms"}
+	packetCell := func(procs string, braid []float64, failed string) cellResult {
+		c := cellRounds("packets/"+procs, "SmallPackets", map[string]string{"link": "LAN", "gomaxprocs": procs}, timeOp,
+			map[string][]float64{"braid": braid, yamuxName: {99, 100, 101}, rawName: {90, 90, 90}})
+		c.Groups = []string{wPackets}
+		if failed != "" {
+			c = withFailed(c, failed)
+		}
+		return *c
+	}
+	slower := []float64{150, 150, 150} // 1.5x go-yamux
+	faster := []float64{95, 96, 97}
+	cases := []struct {
+		name  string
+		cells []cellResult
+		want  status
+	}{
+		{"lost at P1, braid failed at P2", []cellResult{packetCell("1", slower, ""), packetCell("2", faster, "braid")}, statusLost},
+		{"braid failed at P1, lost at P2", []cellResult{packetCell("1", faster, "braid"), packetCell("2", slower, "")}, statusLost},
+		{"lost at P1, yamux failed at P2", []cellResult{packetCell("1", slower, ""), packetCell("2", faster, yamuxName)}, statusLost},
+		{"won at P1, braid failed at P2", []cellResult{packetCell("1", faster, ""), packetCell("2", faster, "braid")}, statusUnmeasured},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := packetVerdict(&report{Cells: tc.cells}, matrixKey{"SmallPackets", "LAN"})
+			if r.Status != tc.want {
+				t.Errorf("status %s (%s), want %s", r.Status, r.Detail, tc.want)
+			}
+			if !strings.Contains(r.Detail, "no figure") {
+				t.Errorf("detail %q does not say what has no figure", r.Detail)
+			}
+		})
+	}
+}
+
+// TestVerdictTieBandOnlyWithoutTarget: the 1 % tie band applies to the
+// workloads no issue names (source "none") only; an issue's "no worse
+// than" target is judged exactly.
+func TestVerdictTieBandOnlyWithoutTarget(t *testing.T) {
+	lat := metric{Key: mP50, Unit: "µs"}
+	timeOp := metric{Key: mTimeOp, Unit: "ms"}
+	cases := []struct {
+		name string
+		c    *cellResult
+		want status
+	}{
+		{"#12.4 idle p50 0.9% over go-yamux", cellWith("ping-idle", wPing, map[string]string{"neighbours": "0"}, lat,
+			map[string]float64{"braid": 100.9, yamuxName: 100}), statusLost},
+		{"#12.1 p50 0.9% over coalescing off", cellWith("ping-bulk", wPing, map[string]string{"neighbours": "10"}, lat,
+			map[string]float64{"braid": 100.9, "braid-nocoalesce": 100, yamuxName: 1000, "smux": 900, "hashicorp": 900}), statusLost},
+		{"#15.1 chunks 0.9% over go-yamux", cellWith("chunks", wChunks, map[string]string{"latency": chunkLatency.String(), "n": "40", "mode": "single"}, timeOp,
+			map[string]float64{"braid": 100.9, yamuxName: 100}), statusLost},
+		{"#12.4 idle p50 equal to go-yamux", cellWith("ping-idle", wPing, map[string]string{"neighbours": "0"}, lat,
+			map[string]float64{"braid": 100, yamuxName: 100}), statusWon},
+		{"no target, 0.9% over go-yamux", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, timeOp,
+			map[string]float64{"braid": 100.9, yamuxName: 100}), statusWon},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cellVerdict(tc.c, targetsFor(tc.c)[0])
+			if r.Status != tc.want {
+				t.Errorf("target %q [%s]: status %s (%s), want %s", r.Target, r.Source, r.Status, r.Detail, tc.want)
+			}
+		})
+	}
+}
+
+// TestNotifyRatiosPairTransports: each 64 KiB notification cell is divided
+// by the 256 KiB cell of the same count and transport, and each printed
+// line names its transport.
+func TestNotifyRatiosPairTransports(t *testing.T) {
+	rate := metric{Key: mMsgps, Unit: "msgs/s", Higher: true}
+	notify := func(size int, tr transport, braid float64) cellResult {
+		return *cellWith(fmt.Sprintf("notify/%dKiB/100%s", size>>10, tr.id), wNotify,
+			map[string]string{"count": "100", "size": fmt.Sprint(size), "transport": tr.name()}, rate,
+			map[string]float64{"braid": braid, yamuxName: 1, rawName: 1})
+	}
+	rep := &report{Cells: []cellResult{
+		notify(notifySmall, tcpTransport(), 1000),
+		notify(notifyLarge, tcpTransport(), 500),
+		notify(notifySmall, tlsTransport(), 800),
+		notify(notifyLarge, tlsTransport(), 100),
+	}}
+	var b bytes.Buffer
+	writeNotifyRatios(&b, rep)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("output:\n%s\nwant a heading and a line per transport", b.String())
+	}
+	// tcp: 1000/500 = 2.0; tls: 800/100 = 8.0.
+	for i, want := range []struct{ transport, ratio string }{{"tcp", "braid 2.0"}, {"tls", "braid 8.0"}} {
+		if l := lines[1+i]; !strings.Contains(l, want.transport) || !strings.Contains(l, want.ratio) {
+			t.Errorf("line %q: want %s and %s", l, want.transport, want.ratio)
 		}
 	}
 }

@@ -128,7 +128,7 @@ func writeVerdict(w io.Writer, rows []verdictRow) {
 	fmt.Fprintf(w, "\n== Verdict: braid won %d, lost %d (%d with the rounds overlapping the target), %d not measured\n", won, lost, overlap, un)
 	fmt.Fprintf(w, "   rounds overlap: braid's best round meets the target against the other's worst; the medians miss, more rounds could tell.\n")
 	fmt.Fprintf(w, "   xyamux, xtcp: braid's median / theirs, same run. source #12.3: issue 12, target 3; none: no issue names the workload,\n")
-	fmt.Fprintf(w, "   so braid is held to yamux (within %.0f%% is a tie). best other: the best of %s.\n", 100*tieTolerance, strings.Join(bestOthers(), ", "))
+	fmt.Fprintf(w, "   so braid is held to yamux (within %.0f%% is a tie; issue targets are exact). best other: the best of %s.\n", 100*tieTolerance, strings.Join(bestOthers(), ", "))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tbraid\txyamux\txtcp\ttarget [source]\tresult")
 	for _, r := range rows {
@@ -243,7 +243,8 @@ func perRoundSlowdown(r, raw *contenderResult) []float64 {
 }
 
 // writeNotifyRatios compares the 64 KiB and 256 KiB notification rates
-// with the published ratio.
+// with the published ratio: each 64 KiB cell with the 256 KiB cell of the
+// same count and transport, a line each, labelled with its transport.
 func writeNotifyRatios(w io.Writer, rep *report) {
 	var lines []string
 	for _, c := range rep.Cells {
@@ -253,7 +254,8 @@ func writeNotifyRatios(w io.Writer, rep *report) {
 		var large *cellResult
 		for i := range rep.Cells {
 			l := &rep.Cells[i]
-			if l.Workload == wNotify && l.Params["size"] == fmt.Sprint(notifyLarge) && l.Params["count"] == c.Params["count"] {
+			if l.Workload == wNotify && l.Params["size"] == fmt.Sprint(notifyLarge) &&
+				l.Params["count"] == c.Params["count"] && notifyTransport(l) == notifyTransport(&c) {
 				large = l
 			}
 		}
@@ -268,7 +270,7 @@ func writeNotifyRatios(w io.Writer, rep *report) {
 			}
 			parts = append(parts, fmt.Sprintf("%s %.1f", r.Contender, r.Summary[mMsgps].Median/lr.Summary[mMsgps].Median))
 		}
-		lines = append(lines, fmt.Sprintf("   %s messages: %s", c.Params["count"], strings.Join(parts, ", ")))
+		lines = append(lines, fmt.Sprintf("   %s, %s messages: %s", notifyTransport(&c), c.Params["count"], strings.Join(parts, ", ")))
 	}
 	if len(lines) == 0 {
 		return
@@ -278,6 +280,16 @@ func writeNotifyRatios(w io.Writer, rep *report) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// notifyTransport is the transport a notification cell ran over: its
+// "transport" parameter, or TCP for results written before the TLS rows
+// (which had no such parameter and ran over TCP only).
+func notifyTransport(c *cellResult) string {
+	if t := c.Params["transport"]; t != "" {
+		return t
+	}
+	return tcpTransport().name()
 }
 
 // fmtNum formats a figure with about three significant digits.

@@ -188,25 +188,32 @@ func measureOne(ctx context.Context, f measureFunc, e entry, round int, timeout 
 	}()
 	select {
 	case r := <-ch:
-		if r.err == nil {
-			for k, v := range r.s {
-				if !(v > 0) {
-					return nil, fmt.Errorf("measured %s = %v", k, v)
-				}
-			}
+		if r.err != nil {
+			return r.s, r.err
 		}
-		return r.s, r.err
+		return checkSample(r.s)
 	case <-ctx.Done():
 		// Give the measurement a moment to notice its closed sessions.
 		select {
 		case r := <-ch:
 			if r.err == nil {
-				return r.s, nil
+				return checkSample(r.s)
 			}
 		case <-time.After(abandonGrace):
 		}
 		return nil, context.Cause(ctx)
 	}
+}
+
+// checkSample returns s, or an error if any of its figures is not
+// positive (zero, negative or NaN): no measurement yields such a figure.
+func checkSample(s sample) (sample, error) {
+	for k, v := range s {
+		if !(v > 0) {
+			return nil, fmt.Errorf("measured %s = %v", k, v)
+		}
+	}
+	return s, nil
 }
 
 // abandonGrace is how long a timed-out measurement may take to return

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -233,3 +235,33 @@ const browserWindow = "1280,2000"
 
 // browserTimeout bounds one headless Chromium run.
 const browserTimeout = 60 * time.Second
+
+// TestMeasureOneRejectsNonPositive: a zero, negative or NaN figure is an
+// error, whether the measurement returns in time or only after its
+// timeout, within the grace it is given.
+func TestMeasureOneRejectsNonPositive(t *testing.T) {
+	const (
+		timeout = 10 * time.Millisecond
+		late    = 5 * timeout // still well within abandonGrace
+	)
+	for _, v := range []float64{0, -1, math.NaN()} {
+		for _, delay := range []time.Duration{0, late} {
+			t.Run(fmt.Sprintf("%v after %v", v, delay), func(t *testing.T) {
+				f := func(ctx context.Context, e entry, round int) (sample, error) {
+					time.Sleep(delay)
+					return sample{mHeap: v}, nil
+				}
+				if s, err := measureOne(context.Background(), f, entry{Name: "braid"}, 0, timeout); err == nil {
+					t.Errorf("measured %v accepted", s)
+				}
+			})
+		}
+	}
+	f := func(ctx context.Context, e entry, round int) (sample, error) {
+		time.Sleep(late)
+		return sample{mHeap: 1}, nil
+	}
+	if s, err := measureOne(context.Background(), f, entry{Name: "braid"}, 0, timeout); err != nil || s[mHeap] != 1 {
+		t.Errorf("a positive figure after the timeout: %v, %v; want it kept", s, err)
+	}
+}

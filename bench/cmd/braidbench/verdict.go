@@ -68,10 +68,20 @@ type target struct {
 const noTarget = "none"
 
 // tieTolerance is how far over a "no worse than" bound (factor 1) braid
-// may be and still meet it: two medians within 1 % are a tie, not a loss
-// (a link-bound workload takes the same time for every muxer to the
-// microsecond, and which is ahead is chance).
+// may be and still meet it, on a workload no issue names (source
+// noTarget): two medians within 1 % are a tie, not a loss (a link-bound
+// workload takes the same time for every muxer to the microsecond, and
+// which is ahead is chance). An issue's target is judged exactly.
 const tieTolerance = 0.01
+
+// tieBand is the tie tolerance of t's "no worse than" bounds: tieTolerance
+// for the default target, none for an issue's.
+func tieBand(t target) float64 {
+	if t.source == noTarget {
+		return tieTolerance
+	}
+	return 0
+}
 
 // defaultTarget holds m to no worse than go-yamux.
 func defaultTarget(m metric) target {
@@ -180,52 +190,61 @@ func cellVerdict(c *cellResult, t target) verdictRow {
 	}
 	row.Braid = fmtNum(s.Median) + " " + m.Unit
 	row.VsYamux, row.VsRaw = s.VsYamux, s.VsRaw
-	row.Status, row.Detail, row.Overlap = judge(t.conds, s, func(ref string) (summary, string, bool) {
+	row.Status, row.Detail, row.Overlap = judge(t.conds, tieBand(t), s, func(ref string) (summary, string, []string) {
 		return refSummary(c, ref, m)
 	})
 	return row
 }
 
 // refSummary is ref's summary of m in c and the contender it came from
-// (for refBestOther, the one with the best median).
-func refSummary(c *cellResult, ref string, m metric) (summary, string, bool) {
+// (for refBestOther, the one with the best median). missing names the
+// contenders ref stands for that have no figure of m (failed, not run or
+// a zero median); while any has none, ref is unmeasured: the best of the
+// rest need not be the best.
+func refSummary(c *cellResult, ref string, m metric) (best summary, who string, missing []string) {
 	names := []string{ref}
 	if ref == refBestOther {
 		names = bestOthers()
 	}
-	var best summary
-	who, found := "", false
+	found := false
 	for _, n := range names {
-		r := c.result(n)
-		if r == nil || !r.ok() {
-			continue
+		var s summary
+		ok := false
+		if r := c.result(n); r != nil && r.ok() {
+			s, ok = r.Summary[m.Key]
 		}
-		s, ok := r.Summary[m.Key]
-		if !ok {
+		if !ok || s.Median == 0 {
+			missing = append(missing, n)
 			continue
 		}
 		if !found || (m.Higher && s.Median > best.Median) || (!m.Higher && s.Median < best.Median) {
 			best, who, found = s, n, true
 		}
 	}
-	return best, who, found
+	return best, who, missing
 }
 
-// judge checks braid's summary b against conds; ref resolves a
-// reference's summary. Every condition must hold to win. overlap tells,
-// for a loss, whether every missed condition is one the rounds straddle
-// (rangesOverlap).
-func judge(conds []condition, b summary, ref func(string) (summary, string, bool)) (st status, detail string, overlap bool) {
+// judge checks braid's summary b against every one of conds; ref resolves
+// a reference's summary and names the contenders behind it with no
+// figure. tie is how far over a factor-1 bound is still a tie (tieBand).
+// The row is lost if any measured condition fails, not measured if none
+// fails but some reference has no figure, won only if every condition was
+// measured and holds. overlap tells, for a loss, whether every missed
+// condition is one the rounds straddle (rangesOverlap).
+func judge(conds []condition, tie float64, b summary, ref func(string) (summary, string, []string)) (st status, detail string, overlap bool) {
 	var parts []string
-	st, overlap = statusWon, true
+	lost, unmeasured := false, false
+	overlap = true
 	for _, cd := range conds {
 		got := b.Median
 		what := fmtNum(b.Median) + " " + cd.unit
 		bound := summary{Median: cd.factor, Min: cd.factor, Max: cd.factor} // an absolute bound
 		if cd.ref != "" {
-			r, who, ok := ref(cd.ref)
-			if !ok || r.Median == 0 {
-				return statusUnmeasured, cd.ref + " has no figure", false
+			r, who, missing := ref(cd.ref)
+			if len(missing) > 0 {
+				unmeasured = true
+				parts = append(parts, noFigure(cd.ref, missing))
+				continue
 			}
 			got = b.Median / r.Median
 			what = fmt.Sprintf("%.2fx %s", got, who)
@@ -236,24 +255,41 @@ func judge(conds []condition, b summary, ref func(string) (summary, string, bool
 			holds = got <= cd.factor
 		}
 		if cd.ref != "" && cd.factor == 1 {
-			holds = got >= 1-tieTolerance
+			holds = got >= 1-tie
 			if cd.atMost {
-				holds = got <= 1+tieTolerance
+				holds = got <= 1+tie
 			}
 		}
 		switch {
 		case holds:
 			what += " ✓"
 		case rangesOverlap(b, bound, cd.atMost):
-			st = statusLost
+			lost = true
 			what += " ✗ (rounds overlap)"
 		default:
-			st, overlap = statusLost, false
+			lost, overlap = true, false
 			what += " ✗"
 		}
 		parts = append(parts, strings.TrimSpace(what))
 	}
-	return st, strings.Join(parts, "; "), st == statusLost && overlap
+	switch {
+	case lost:
+		st = statusLost
+	case unmeasured:
+		st = statusUnmeasured
+	default:
+		st = statusWon
+	}
+	return st, strings.Join(parts, "; "), lost && overlap
+}
+
+// noFigure says that reference ref is unmeasured for want of missing's
+// figures.
+func noFigure(ref string, missing []string) string {
+	if len(missing) == 1 && missing[0] == ref {
+		return ref + " has no figure"
+	}
+	return fmt.Sprintf("%s: no figure from %s", ref, strings.Join(missing, ", "))
 }
 
 // rangesOverlap tells whether braid's rounds b reach the bound's rounds
@@ -291,12 +327,15 @@ func describeTarget(conds []condition, m metric) string {
 
 // packetVerdict judges braid on one slowdown workload and link: its time
 // against go-yamux's at every GOMAXPROCS (no issue sets a target there),
-// reported at the GOMAXPROCS where braid fares worst.
+// reported at the GOMAXPROCS where braid fares worst. Every GOMAXPROCS is
+// judged: the row is lost if braid loses at any measured one, not
+// measured if it loses at none but a figure is missing at some.
 func packetVerdict(rep *report, k matrixKey) verdictRow {
 	row := verdictRow{CellID: "", Workload: k.workload + " on " + k.link, Metric: "slowdown",
 		Target: "≤ 1x yamux at each GOMAXPROCS", Source: noTarget, Braid: "-", Status: statusUnmeasured}
 	worst := math.Inf(-1)
 	overlap := true // every GOMAXPROCS braid misses at, its rounds overlap go-yamux's
+	unmeasured := false
 	var procs []string
 	for i := range rep.Cells {
 		c := &rep.Cells[i]
@@ -306,15 +345,18 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 		if row.CellID == "" {
 			row.CellID = c.ID
 		}
+		p := "P" + c.Params["gomaxprocs"]
 		b, raw := c.result("braid"), c.result(rawName)
 		if b == nil || !b.ok() || raw == nil || !raw.ok() {
-			row.Detail = "braid or tcp has no figure at GOMAXPROCS " + c.Params["gomaxprocs"]
-			return row
+			unmeasured = true
+			procs = append(procs, p+" braid or tcp has no figure")
+			continue
 		}
 		s := b.Summary[mTime]
 		if s.VsYamux == nil {
-			row.Detail = "yamux has no figure at GOMAXPROCS " + c.Params["gomaxprocs"]
-			return row
+			unmeasured = true
+			procs = append(procs, p+" yamux has no figure")
+			continue
 		}
 		mark := "✓"
 		if *s.VsYamux > 1+tieTolerance {
@@ -325,22 +367,26 @@ func packetVerdict(rep *report, k matrixKey) verdictRow {
 				overlap = false
 			}
 		}
-		procs = append(procs, fmt.Sprintf("P%s %.2fx %s", c.Params["gomaxprocs"], *s.VsYamux, mark))
+		procs = append(procs, fmt.Sprintf("%s %.2fx %s", p, *s.VsYamux, mark))
 		if *s.VsYamux > worst {
 			worst = *s.VsYamux
 			per := perRoundSlowdown(b, raw)
-			row.Braid = fmtPercent(median(per)) + " (P" + c.Params["gomaxprocs"] + ")"
+			row.Braid = fmtPercent(median(per)) + " (" + p + ")"
 			row.VsYamux, row.VsRaw = s.VsYamux, s.VsRaw
 		}
 	}
 	if len(procs) == 0 {
 		return row
 	}
-	row.Status = statusWon
-	if worst > 1+tieTolerance {
-		row.Status, row.Overlap = statusLost, overlap
-	}
 	row.Detail = strings.Join(procs, ", ")
+	switch {
+	case worst > 1+tieTolerance:
+		row.Status, row.Overlap = statusLost, overlap
+	case unmeasured:
+		row.Status = statusUnmeasured
+	default:
+		row.Status = statusWon
+	}
 	return row
 }
 
