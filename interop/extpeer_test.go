@@ -34,7 +34,9 @@ import (
 //	cut N fin|rst      send N pattern bytes, read one line, then end the TCP connection
 //	                   (FIN or RST) with the stream still open
 //	goaway             close the muxer (go-away, code 0), then the connection
-//	watchgoaway TAG    reply "ready", print "report TAG refused ..." once the muxer refuses new streams
+//	watchgoaway TAG    reply "ready", then once the muxer no longer opens streams print
+//	                   "report TAG refused goaway CODE" when that is for the go-away it read
+//	                   (CODE its code), else "report TAG ended REASON"
 //	ping N             ping braid N times, reply "ok" (or "unsupported")
 //	open N SIZE        open N streams at once, echo-check SIZE random bytes on each
 //	                   (braid echoes every stream it accepts), reply "ok N" or "fail ..."
@@ -60,7 +62,8 @@ type extPeer struct {
 	// finsOnGoAway: the peer's go-away first ends every open stream with a
 	// FIN (js-libp2p), instead of leaving them open (rust-yamux).
 	finsOnGoAway bool
-	// pings: the peer can ping on command (rust-yamux 0.13 has no ping API).
+	// pings: the peer can ping on command (rust-yamux 0.13 has no ping API:
+	// the pings it sends on its own are checked on the wire instead).
 	pings bool
 	// refusedEcho is how the peer's "open" reply describes a stream braid
 	// refused with a reset (rust-yamux reads a reset as the end of the
@@ -108,6 +111,27 @@ func startExt(t *testing.T, p extPeer, peerDials bool) *extConn {
 // startExtWith is startExt with braid's configuration (its Protocol is set
 // to the peer's).
 func startExtWith(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config) *extConn {
+	t.Helper()
+	return startExtVia(t, p, peerDials, cfg, nil)
+}
+
+// startExtRelayed is startExt with the connection passing through a
+// yamuxRelay in this process, which records the frames each way; braid
+// still has a *net.TCPConn of its own (one end of a loopback pair).
+func startExtRelayed(t *testing.T, p extPeer, peerDials bool) (*extConn, *yamuxRelay) {
+	t.Helper()
+	var r *yamuxRelay
+	x := startExtVia(t, p, peerDials, braid.DefaultConfig(), func(peerConn net.Conn) net.Conn {
+		var braidConn net.Conn
+		r, braidConn = startYamuxRelay(t, peerConn)
+		return braidConn
+	})
+	return x, r
+}
+
+// startExtVia is startExtWith with via, when not nil, between the
+// connection to the peer and braid: braid runs on the conn it returns.
+func startExtVia(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config, via func(peerConn net.Conn) net.Conn) *extConn {
 	t.Helper()
 	var ln net.Listener
 	args := []string{"listen"}
@@ -159,6 +183,9 @@ func startExtWith(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config) *e
 		line := x.event(t, "listening ")
 		conn, err = net.DialTimeout("tcp", strings.TrimPrefix(line, "listening "), extStartTimeout)
 		require.NoError(t, err)
+	}
+	if via != nil {
+		conn = via(conn)
 	}
 	cfg.Protocol = p.protocol
 	if peerDials {

@@ -65,8 +65,8 @@ type peer struct {
 	// reset, and the code it reports (when resetCodes).
 	isReset func(err error) (code uint32, ok bool)
 	// goAwayCode returns the code of braid's go-away from the peer's error
-	// once braid closed the session with one; ok false when the peer's
-	// error does not carry it.
+	// once braid closed the session with one (ok false: the error does not
+	// carry it, a failure); nil for a peer whose error never carries it.
 	goAwayCode func(err error) (code uint32, ok bool)
 }
 
@@ -148,9 +148,6 @@ func goMplexPeer() peer {
 			}, nil
 		},
 		isReset: func(err error) (uint32, bool) { return 0, errors.Is(err, mplex.ErrStreamReset) },
-		goAwayCode: func(error) (uint32, bool) {
-			return 0, false
-		},
 	}
 }
 
@@ -215,6 +212,7 @@ func hashicorpPeer() peer {
 		resetAfterFIN: true,
 		cutReadsEOF:   true,
 		isReset:       func(err error) (uint32, bool) { return 0, errors.Is(err, hyamux.ErrConnectionReset) },
-		goAwayCode:    func(error) (uint32, bool) { return 0, false },
+		// goAwayCode nil: a go-away with a code beyond 2 ends its session
+		// with "unexpected go away received", which carries no code.
 	}
 }

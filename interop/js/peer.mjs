@@ -87,13 +87,34 @@ function serve (socket, direction) {
   socket.setNoDelay(true)
   const conn = new SocketConn(socket, direction)
   const muxer = factory.createStreamMuxer(conn)
-  const ctx = { socket, conn, muxer }
-  conn.addEventListener('close', () => { out('closed'); process.exit(0) })
+  const ctx = { socket, conn, muxer, watchers: new Set() }
+  conn.addEventListener('close', async () => {
+    for (const tag of ctx.watchers) out(await goAwayReport(ctx, tag))
+    out('closed')
+    process.exit(0)
+  })
   muxer.addEventListener('stream', e => {
     const stream = e.detail
     const r = new Reader(stream)
     command(ctx, stream, r).catch(err => { out(`error ${err.name}: ${err.message}`); stream.abort(err) })
   })
+}
+
+// goAwayReport tells why the muxer no longer opens streams: "refused goaway
+// CODE" only when the remote's go-away frame was read (the yamux muxer's
+// handleGoAway sets remoteGoAway to its code) and a new stream is then
+// refused; the muxer's end for any other reason (a frame that does not
+// decode, the connection's end) is "ended ...".
+async function goAwayReport (ctx, tag) {
+  const code = ctx.muxer.remoteGoAway
+  if (code === undefined) return `report ${tag} ended muxer ${ctx.muxer.status}, no go-away read`
+  try {
+    const s = await ctx.muxer.createStream()
+    s.abort(new Error('opened after a go-away'))
+    return `report ${tag} opened a stream after goaway ${code}`
+  } catch (err) {
+    return `report ${tag} refused goaway ${code}`
+  }
 }
 
 async function command (ctx, stream, r) {
@@ -144,11 +165,14 @@ async function command (ctx, stream, r) {
       await ctx.muxer.close()
       await ctx.conn.close()
       return
-    case 'watchgoaway': { // TAG: reply "ready", then report once new streams are refused
+    case 'watchgoaway': { // TAG: reply "ready", then report once the muxer is no longer open
+      ctx.watchers.add(args[0])
       await write(stream, Buffer.from('ready\n'))
       for (;;) {
+        if (!ctx.watchers.has(args[0])) return // reported at the connection's close
         if (ctx.muxer.remoteGoAway !== undefined || ctx.muxer.status !== 'open') {
-          out(`report ${args[0]} refused`)
+          ctx.watchers.delete(args[0])
+          out(await goAwayReport(ctx, args[0]))
           return
         }
         await new Promise(resolve => setTimeout(resolve, 5))

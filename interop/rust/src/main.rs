@@ -14,12 +14,15 @@ mod sha256;
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::net::Shutdown;
-use std::task::Poll;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::channel::{mpsc, oneshot};
 use futures::future::poll_fn;
-use futures::io::{AsyncReadExt, AsyncWriteExt};
+use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use futures::StreamExt;
 use tokio_util::compat::TokioAsyncReadCompatExt;
 use yamux::{Config, Connection, ConnectionError, Mode, Stream};
@@ -47,9 +50,101 @@ struct Ctx {
     reqs: mpsc::UnboundedSender<Req>,
     /// A duplicate of the connection's socket, to cut it under the muxer.
     raw: std::sync::Arc<std::net::TcpStream>,
-    /// Tags of watchgoaway commands, reported as refused when the
-    /// connection ends (rust-yamux ends the connection on a go-away).
+    /// Tags of watchgoaway commands, reported when the connection ends
+    /// (rust-yamux ends the connection on a go-away): as refused only when
+    /// the peer's go-away ended it.
     watchers: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// No go-away read yet (GoAwaySeen's value).
+const NO_GO_AWAY: u64 = u64::MAX;
+
+/// The code of the first go-away frame read from the socket, NO_GO_AWAY
+/// until one is. rust-yamux ends a connection that reads a go-away with
+/// ConnectionError::Closed, whatever its code (connection.rs, on_frame:
+/// `Tag::GoAway => return Err(ConnectionError::Closed)`), and it ends one
+/// whose socket reaches its end with the same error (Active::poll, the
+/// frame stream's `None`); poll_next_inbound turns both into `None`. Only
+/// the frames read tell a go-away from a closed socket.
+type GoAwaySeen = Arc<AtomicU64>;
+
+/// Sniff is the connection's socket, with the yamux frame headers of what
+/// is read from it decoded (12 bytes, big-endian: version, type, flags,
+/// stream id, length; a data frame, type 0, carries `length` bytes of
+/// payload, the others none), to record the first go-away's code. It stops
+/// at a header of another version than 0, which rust-yamux does not decode
+/// either.
+struct Sniff<T> {
+    inner: T,
+    hdr: [u8; 12],
+    have: usize,
+    skip: u64,
+    stopped: bool,
+    go_away: GoAwaySeen,
+}
+
+impl<T> Sniff<T> {
+    fn new(inner: T, go_away: GoAwaySeen) -> Self {
+        Sniff { inner, hdr: [0; 12], have: 0, skip: 0, stopped: false, go_away }
+    }
+
+    fn observe(&mut self, mut p: &[u8]) {
+        while !p.is_empty() && !self.stopped {
+            if self.skip > 0 {
+                let n = self.skip.min(p.len() as u64) as usize;
+                self.skip -= n as u64;
+                p = &p[n..];
+                continue;
+            }
+            let n = (12 - self.have).min(p.len());
+            self.hdr[self.have..self.have + n].copy_from_slice(&p[..n]);
+            self.have += n;
+            p = &p[n..];
+            if self.have < 12 {
+                return;
+            }
+            self.have = 0;
+            if self.hdr[0] != 0 {
+                self.stopped = true;
+                return;
+            }
+            let length = u32::from_be_bytes([self.hdr[8], self.hdr[9], self.hdr[10], self.hdr[11]]);
+            match self.hdr[1] {
+                0 => self.skip = u64::from(length),
+                3 => {
+                    let (none, code) = (NO_GO_AWAY, u64::from(length));
+                    let _ = self.go_away.compare_exchange(none, code, Ordering::SeqCst, Ordering::SeqCst);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Sniff<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            this.observe(&buf[..n]);
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Sniff<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_close(cx)
+    }
 }
 
 impl Ctx {
@@ -94,13 +189,16 @@ async fn main() {
     let tcp = tokio::net::TcpStream::from_std(raw.0).expect("from_std");
     let mut cfg = Config::default();
     cfg.set_max_num_streams(1024);
-    let mut conn = Connection::new(tcp.compat(), cfg, mode);
+    let go_away: GoAwaySeen = Arc::new(AtomicU64::new(NO_GO_AWAY));
+    let mut conn = Connection::new(Sniff::new(tcp.compat(), go_away.clone()), cfg, mode);
     let (reqs, mut rx) = mpsc::unbounded();
     let ctx = Ctx { reqs, raw: std::sync::Arc::new(raw.1), watchers: Default::default() };
 
     let mut opens: VecDeque<oneshot::Sender<Result<Stream, ConnectionError>>> = VecDeque::new();
     let mut closing = false;
-    let end: String = poll_fn(|cx| {
+    // How the connection ended; `closed`: with ConnectionError::Closed
+    // (poll_next_inbound's None), not by our own close or another error.
+    let (end, closed): (String, bool) = poll_fn(|cx| {
         while let Poll::Ready(Some(req)) = rx.poll_next_unpin(cx) {
             match req {
                 Req::Open(tx) => opens.push_back(tx),
@@ -109,8 +207,8 @@ async fn main() {
         }
         if closing {
             return match conn.poll_close(cx) {
-                Poll::Ready(Ok(())) => Poll::Ready("closed by us".to_string()),
-                Poll::Ready(Err(e)) => Poll::Ready(format!("close failed: {e}")),
+                Poll::Ready(Ok(())) => Poll::Ready(("closed by us".to_string(), false)),
+                Poll::Ready(Err(e)) => Poll::Ready((format!("close failed: {e}"), false)),
                 Poll::Pending => Poll::Pending,
             };
         }
@@ -132,15 +230,29 @@ async fn main() {
                         }
                     });
                 }
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(format!("{e}")),
-                Poll::Ready(None) => return Poll::Ready("ended".to_string()),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready((format!("{e}"), false)),
+                Poll::Ready(None) => return Poll::Ready(("ended".to_string(), true)),
                 Poll::Pending => return Poll::Pending,
             }
         }
     })
     .await;
+    // The peer's go-away ended the connection: it ended with Closed and a
+    // go-away was read (the frame ends it as soon as it is decoded, so
+    // nothing read after it can have).
+    let code = go_away.load(Ordering::SeqCst);
+    let end = match (closed, code) {
+        (true, NO_GO_AWAY) => "closed, no go-away read".to_string(),
+        (true, code) => format!("goaway {code}"),
+        (false, NO_GO_AWAY) => end,
+        (false, code) => format!("{end} (after a go-away {code})"),
+    };
     for tag in ctx.watchers.lock().expect("watchers").iter() {
-        out(&format!("report {tag} refused (connection ended: {end})"));
+        if closed && code != NO_GO_AWAY {
+            out(&format!("report {tag} refused goaway {code}"));
+        } else {
+            out(&format!("report {tag} ended {end}"));
+        }
     }
     out(&format!("closed {end}"));
     std::process::exit(0);
@@ -278,8 +390,10 @@ async fn command(ctx: Ctx, mut s: Stream) -> Result<(), String> {
                     Ok(mut o) => {
                         let _ = o.close().await;
                     }
+                    // not a go-away: that ends the connection, and main
+                    // reports it
                     Err(e) => {
-                        out(&format!("report {} refused {e}", args[1]));
+                        out(&format!("report {} ended open failed: {e}", args[1]));
                         return Ok(());
                     }
                 }
