@@ -6,6 +6,9 @@ import (
 	"syscall"
 )
 
+// canCork: TCP_CORK is Linux's, and this is Linux.
+const canCork = true
+
 // setCork sets or clears TCP_CORK on the TCP socket under the TLS conn c.
 func setCork(c net.Conn, on bool) error {
 	nc, ok := c.(interface{ NetConn() net.Conn })

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,8 +29,9 @@ type shape struct {
 	corked  bool // the writer's TCP socket is corked for the whole transfer (Linux): its records leave as full segments
 }
 
-// shapes are what run measures, raw first (the ratios' base).
-var shapes = []shape{
+// shapes are what run measures, raw first (the ratios' base); the corked
+// shape only where the socket can be corked (canCork).
+var shapes = slices.DeleteFunc([]shape{
 	{name: "raw"},
 	{name: "reverse", reverse: true},
 	{name: "handoff", handoff: true},
@@ -38,7 +40,7 @@ var shapes = []shape{
 	{name: "relay+handoff+reverse", relay: true, handoff: true, reverse: true},
 	{name: "relay+handoff+queued reverse", relay: true, handoff: true, reverse: true, queued: true},
 	{name: "corked", corked: true},
-}
+}, func(s shape) bool { return s.corked && !canCork })
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
 // shape and returns the rate in MB/s, from the first write to the last
