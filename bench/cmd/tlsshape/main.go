@@ -17,9 +17,10 @@
 //     reverse writes them from a writer goroutine of the reader's side
 //     (a muxer's), not from the reader goroutine.
 //   - corked: raw, with the TCP socket under the writer's TLS conn corked
-//     (TCP_CORK; Linux only, not measured elsewhere) from the first write to the last: its records
-//     leave in segments of the MSS, the fewest trips through the two
-//     network stacks a writer of these records can make. It bounds what a muxer writing raw TLS's records can gain by
+//     (TCP_CORK; Linux only, not measured elsewhere) from the first write
+//     to the last: its records leave in segments of the MSS, the fewest
+//     trips through the two network stacks a writer of these records can
+//     make. It bounds what a muxer writing raw TLS's records can gain by
 //     merging them (braid's cork.go).
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
