@@ -55,7 +55,7 @@ type refFrame struct {
 // FramesSent by one batch; both are final once the session is closed.
 type Stats struct {
 	FramesSent     uint64 // every frame sent, control frames too
-	Writes         uint64 // calls that reached the conn; one writev is one
+	Writes         uint64 // calls made to the conn, counted as each starts (the peer may read a write's bytes before it returns); one writev is one
 	BytesSent      uint64 // bytes written to the conn, headers included
 	FramesReceived uint64 // frames read from the conn
 	BytesReceived  uint64 // bytes read from the conn, headers included
@@ -858,6 +858,7 @@ func (w *writer) writeEach(b *batch) error {
 func (w *writer) write(b []byte) error {
 	for {
 		w.armWriteTimeout()
+		w.stats.writes.Add(1) // before the call: its bytes can be read before it returns
 		n, err := w.conn.Write(b)
 		if n < 0 || n > len(b) {
 			return errInvalidWrite // a broken conn; slicing b would panic
@@ -881,6 +882,7 @@ func (w *writer) writeVecInto(bufs *net.Buffers, vec net.Buffers) error {
 	*bufs = vec
 	for {
 		w.armWriteTimeout()
+		w.stats.writes.Add(1)          // as in write
 		n, err := bufs.WriteTo(w.conn) // consumes what was written
 		// As in write: retry while the conn accepts bytes.
 		if err = w.account(n, err); err != ErrConnectionWriteTimeout || n == 0 || len(*bufs) == 0 {
@@ -912,8 +914,10 @@ func (w *writer) armWriteTimeout() {
 	_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout).Add(slack))
 }
 
+// account counts the n bytes a conn call wrote (the call itself was
+// counted as it started) and makes a stalled write's deadline error
+// ErrConnectionWriteTimeout.
 func (w *writer) account(n int64, err error) error {
-	w.stats.writes.Add(1)
 	w.stats.bytes.Add(uint64(n))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return ErrConnectionWriteTimeout
