@@ -97,7 +97,9 @@ func (c *gatedConn) release() {
 	c.mu.Lock()
 	gate := c.gate
 	c.mu.Unlock()
-	c.open.Do(func() { close(gate) })
+	if gate != nil { // never armed: nothing waits
+		c.open.Do(func() { close(gate) })
+	}
 }
 
 func (c *gatedConn) Write(p []byte) (int, error) {
@@ -113,15 +115,23 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// TestInlineWriteExcludesTheWriter: while a stream writes inline, frames
-// queued meanwhile wait: the writer does not write to the conn until the
-// inline write is done, and then sends them.
-func TestInlineWriteExcludesTheWriter(t *testing.T) {
+// gatedSessionPair connects two sessions over loopback TCP, the client's
+// conn a gatedConn (not armed), once both measured their first round trip.
+func gatedSessionPair(t *testing.T) (*gatedConn, *Session, *Session) {
+	t.Helper()
 	c1, c2 := tcpPair(t)
 	gc := &gatedConn{Conn: c1}
 	client, server := sessionPairOver(t, gc, c2, nil)
 	t.Cleanup(gc.release) // before the sessions close (cleanups run last first)
 	awaitRTT(t, client, server)
+	return gc, client, server
+}
+
+// TestInlineWriteExcludesTheWriter: while a stream writes inline, frames
+// queued meanwhile wait: the writer does not write to the conn until the
+// inline write is done, and then sends them.
+func TestInlineWriteExcludesTheWriter(t *testing.T) {
+	gc, client, server := gatedSessionPair(t)
 	a, err := client.OpenStream(context.Background())
 	require.NoError(t, err)
 	other, err := client.OpenStream(context.Background())
@@ -354,11 +364,7 @@ func TestInlineWritesKeepRecordsWhole(t *testing.T) {
 // write's bytes before the call returns, and a count read then missed the
 // write (braidbench once measured 0 writes for 500 coalesced messages).
 func TestWritesCountedAsTheyStart(t *testing.T) {
-	c1, c2 := tcpPair(t)
-	gc := &gatedConn{Conn: c1}
-	client, server := sessionPairOver(t, gc, c2, nil)
-	t.Cleanup(gc.release) // before the sessions close (cleanups run last first)
-	awaitRTT(t, client, server)
+	gc, client, _ := gatedSessionPair(t)
 	st, err := client.OpenStream(context.Background())
 	require.NoError(t, err)
 	awaitWriterIdle(t, client)
