@@ -857,8 +857,7 @@ func (w *writer) writeEach(b *batch) error {
 // only a Write that accepted no byte in time exhausts.
 func (w *writer) write(b []byte) error {
 	for {
-		w.armWriteTimeout()
-		w.stats.writes.Add(1) // before the call: its bytes can be read before it returns
+		w.beginConnWrite()
 		n, err := w.conn.Write(b)
 		if n < 0 || n > len(b) {
 			return errInvalidWrite // a broken conn; slicing b would panic
@@ -881,8 +880,7 @@ func (w *writer) writeVec(vec net.Buffers) error { return w.writeVecInto(&w.vec,
 func (w *writer) writeVecInto(bufs *net.Buffers, vec net.Buffers) error {
 	*bufs = vec
 	for {
-		w.armWriteTimeout()
-		w.stats.writes.Add(1)          // as in write
+		w.beginConnWrite()
 		n, err := bufs.WriteTo(w.conn) // consumes what was written
 		// As in write: retry while the conn accepts bytes.
 		if err = w.account(n, err); err != ErrConnectionWriteTimeout || n == 0 || len(*bufs) == 0 {
@@ -890,6 +888,15 @@ func (w *writer) writeVecInto(bufs *net.Buffers, vec net.Buffers) error {
 			return err
 		}
 	}
+}
+
+// beginConnWrite precedes every conn call of write and writeVecInto: it
+// arms the connection write timeout and counts the call (Stats.Writes),
+// before it is made, since the peer can read a loopback write's bytes
+// before the call returns; account counts its bytes after.
+func (w *writer) beginConnWrite() {
+	w.armWriteTimeout()
+	w.stats.writes.Add(1)
 }
 
 // armWriteTimeout makes sure the conn's write deadline is at least the

@@ -232,8 +232,9 @@ type Config struct {
 	// before a receive window grows (mplex, which has no windows: before
 	// a stream's buffer holds more than it reserved), always with no lock
 	// of the session held, and told when a window shrinks or a stream
-	// ends, so that it can cap what peers make the session buffer. The default, nil, is no
-	// limit. A nil pointer stored in the interface is an error.
+	// ends, so that it can cap what peers make the session buffer. The
+	// default, nil, is no limit. A nil pointer stored in the interface is
+	// an error.
 	Memory MemoryManager
 
 	// DisableKeepAlive stops the keep-alive. By default an idle session
