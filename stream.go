@@ -47,7 +47,6 @@ type Stream struct {
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
-	writeBusy  bool  // writeFull runs (awaitCredit to endWrite): a Write may wait on the write deadline, whose timer stays until it returns
 	// Receiving side of flow control.
 	recv       recvBuffer
 	rw         recvWindow // the receive window (recvwindow.go)
@@ -433,7 +432,6 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.writeBusy = true // until endWrite
 	for {
 		switch {
 		case s.writeState == halfClosed || s.writeState == halfLocal:
@@ -471,22 +469,18 @@ func (s *Stream) giveBackCredit(n int) {
 	}
 }
 
-// endWrite ends writeFull. Small Writes may take sendSmall again
+// endWrite ends writeFull: small Writes may take sendSmall again
 // (writer.setDirect) when the stream's state allows it: its write side
-// open, its first frame's flags sent, flow control on. And once the stream
-// has left the session meanwhile (maybeRemove leaves the write deadline's
-// timer to a Write in progress), the timer goes.
+// open, its first frame's flags sent, flow control on.
 func (s *Stream) endWrite() {
+	if !s.session.caps.flowControl {
+		return
+	}
 	s.mu.Lock()
-	s.writeBusy = false
-	removed := s.removed
-	if s.session.caps.flowControl && s.writeState == halfOpen && !s.needACK {
+	if s.writeState == halfOpen && !s.needACK {
 		s.session.w.setDirect(&s.send, true)
 	}
 	s.mu.Unlock()
-	if removed {
-		s.writeDeadline.stop()
-	}
 }
 
 // writeFailure maps an error of the writer to what Write and CloseWrite
@@ -631,16 +625,17 @@ func (s *Stream) maybeRemove() {
 	if done {
 		s.removed = true
 	}
-	writing := s.writeBusy
+	reset := s.writeState == halfReset
 	s.mu.Unlock()
 	if done {
 		s.session.removeStream(s)
 		// Both directions are done, so the deadlines' timers would
-		// only keep the stream reachable; but a Write that began
-		// before CloseWrite may still wait in the writer's queue, and
-		// its deadline must still fire: endWrite stops that timer.
+		// only keep the stream reachable. The write deadline's is
+		// CloseWrite's to stop once it holds writeMu: a Write that
+		// began before it may still wait in the writer's queue, and
+		// its deadline must still fire. A reset failed every Write.
 		s.readDeadline.stop()
-		if !writing {
+		if reset {
 			s.writeDeadline.stop()
 		}
 	}

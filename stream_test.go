@@ -695,7 +695,13 @@ func TestWriteDeadlineAfterRemoval(t *testing.T) {
 		_, err := a.Write(make([]byte, 100*1024)) // waits behind the gate
 		werr <- err
 	}()
-	require.Eventually(t, state(func() bool { return a.writeBusy }), time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { // the Write holds writeMu
+		if a.writeMu.TryLock() {
+			a.writeMu.Unlock()
+			return false
+		}
+		return true
+	}, time.Second, time.Millisecond)
 	go a.CloseWrite() //nolint:errcheck // waits for the Write
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), time.Second, time.Millisecond)
 	require.NoError(t, b.CloseWrite()) // the peer's FIN: a leaves the session
