@@ -916,9 +916,12 @@ func (s *Session) readPayload(st *Stream, n uint32) error {
 	if n > maxSmallPayload && s.cutter != nil { // no lock per frame where nothing lends
 		if p := st.borrow(int(n)); p != nil {
 			k, err := s.br.readLent(p)
-			st.giveBack(k)
+			// Counted before the Read is woken, as bufferPayload counts
+			// before st.receive: a caller whose Read returned sees its
+			// bytes in Stats.
 			s.arrived(uint32(k))
 			s.lentBytes.Add(uint64(k))
+			st.giveBack(k)
 			if err != nil && err != errLendCut {
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF // the frame was cut in its payload
