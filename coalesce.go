@@ -20,6 +20,14 @@ const (
 	// resets, pongs). The read loop waits when it is reached, as a socket
 	// would push back, rather than buffer a flood without bound.
 	maxQueuedCtrlBytes = 256 * 1024
+	// maxQueuedCallCtrlBytes bounds the control queue for the frames an
+	// application call queues (queueCallCtrl): a Read's window update,
+	// AcceptStream's ACK, a Reset's RST. They wait only beyond it, not at
+	// maxQueuedCtrlBytes, so that a peer flooding the read loop's frames
+	// (which wait there) while not reading can't hold those calls up.
+	// What they queue is bounded without it (one ACK and one RST per
+	// stream, an update per part of a window consumed).
+	maxQueuedCallCtrlBytes = 2 * maxQueuedCtrlBytes
 	// maxQueuedPongs bounds pongs waiting to be written; pings beyond it
 	// are not answered (a ping flood can't grow the queue).
 	maxQueuedPongs = 64
@@ -241,8 +249,19 @@ func (w *writer) waitRoom() <-chan struct{} {
 // queueCtrl queues a control frame ahead of all stream data. It waits while
 // the control queue is full, until cancel is closed.
 func (w *writer) queueCtrl(h header, cancel <-chan struct{}) error {
+	return w.queueCtrlWithin(h, cancel, maxQueuedCtrlBytes)
+}
+
+// queueCallCtrl is queueCtrl for an application call's frame, which waits
+// only once the queue holds maxQueuedCallCtrlBytes.
+func (w *writer) queueCallCtrl(h header) error {
+	return w.queueCtrlWithin(h, nil, maxQueuedCallCtrlBytes)
+}
+
+// queueCtrlWithin is queueCtrl with the bound it waits at.
+func (w *writer) queueCtrlWithin(h header, cancel <-chan struct{}, bound int) error {
 	w.mu.Lock()
-	for len(w.ctrl) >= maxQueuedCtrlBytes && w.err == nil {
+	for len(w.ctrl) >= bound && w.err == nil {
 		room := w.waitRoom()
 		w.mu.Unlock()
 		select {

@@ -379,7 +379,7 @@ func (s *Session) acceptGrant(st *Stream) {
 		s.trackGrown(st)
 	}
 	if flags != 0 || delta > 0 {
-		_ = s.w.queueCtrl(header{typ: typeWindowUpdate, flags: flags, streamID: st.id, length: delta}, nil)
+		_ = s.w.queueCallCtrl(header{typ: typeWindowUpdate, flags: flags, streamID: st.id, length: delta})
 	}
 }
 

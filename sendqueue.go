@@ -50,6 +50,7 @@ type streamSend struct {
 	dropped     bool          // reset: the writer takes no more of its frames
 	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
 	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
+	deadlined   bool          // the stream has a write deadline: its copied frames are never written inline (setDeadlined)
 }
 
 // wait returns the flushed channel, made on first use. mu held.
@@ -238,9 +239,12 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			w.mu.Unlock()
 			return err
 		}
-		if done, err := w.inlineLocked(h, payload); done {
-			w.mu.Unlock()
-			return err
+		// No inline write under a write deadline: it could not stop there.
+		if !s.deadlined {
+			if done, err := w.inlineLocked(h, payload); done {
+				w.mu.Unlock()
+				return err
+			}
 		}
 		w.sched.add(s)
 		if w.sched.hasRoom(s) {
@@ -330,11 +334,14 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 	}
 	s.window -= n
 	h := header{typ: typeData, streamID: id, length: n}
-	if done, err := w.inlineLocked(h, payload); done {
-		if err != nil {
-			s.window += n
+	// No inline write under a write deadline: it could not stop there.
+	if !s.deadlined {
+		if done, err := w.inlineLocked(h, payload); done {
+			if err != nil {
+				s.window += n
+			}
+			return true, err
 		}
-		return true, err
 	}
 	w.sched.push(s, h, payload)
 	w.signal()
@@ -376,6 +383,16 @@ func (w *writer) addCredit(s *streamSend, delta uint32) bool {
 func (w *writer) setDirect(s *streamSend, direct bool) {
 	w.mu.Lock()
 	s.direct = direct && !s.dropped
+	w.mu.Unlock()
+}
+
+// setDeadlined records whether s's stream has a write deadline. An inline
+// write (inline.go) blocks in the conn's Write, which a stalled peer can
+// hold until the connection write timeout, past any deadline; a copied
+// frame queued instead lets Write return by its deadline.
+func (w *writer) setDeadlined(s *streamSend, on bool) {
+	w.mu.Lock()
+	s.deadlined = on
 	w.mu.Unlock()
 }
 

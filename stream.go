@@ -346,7 +346,7 @@ func (s *Stream) sendWindowUpdate(h header) {
 		return
 	}
 	// An error means the session is closing; the stream learns it there.
-	_ = s.session.w.queueCtrl(h, nil)
+	_ = s.session.w.queueCallCtrl(h)
 }
 
 // Write writes b to the stream and returns once braid no longer needs b:
@@ -359,7 +359,8 @@ func (s *Stream) sendWindowUpdate(h header) {
 // while no other frame is queued; smaller frames are copied, and Write
 // waits only for room in the stream's send queue, or writes the frame
 // itself when the session's writer has nothing to write and the session
-// received a frame since its last write (a request-response exchange).
+// received a frame since its last write (a request-response exchange),
+// unless a write deadline is set (that write could outlast it).
 // Stats.InlineWrites counts the writes a Write made itself. A zero-length
 // b writes nothing.
 //
@@ -589,7 +590,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	// Drop before queuing the RST: a batch taken between the two would
 	// put the RST (control first) ahead of the data still queued.
 	s.session.w.drop(&s.send)
-	_ = s.session.w.queueCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code}, nil)
+	_ = s.session.w.queueCallCtrl(header{typ: typeWindowUpdate, flags: flagRST, streamID: s.id, length: code})
 	s.maybeRemove()
 	return nil
 }
@@ -646,8 +647,7 @@ func (s *Stream) maybeRemove() {
 // makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
 	s.readDeadline.set(t)
-	s.writeDeadline.set(t)
-	return nil
+	return s.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
@@ -658,6 +658,7 @@ func (s *Stream) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline for Write calls, pending ones included.
 func (s *Stream) SetWriteDeadline(t time.Time) error {
+	s.session.w.setDeadlined(&s.send, !t.IsZero())
 	s.writeDeadline.set(t)
 	return nil
 }
