@@ -524,6 +524,15 @@ func (s *Session) IsClosed() bool {
 	}
 }
 
+// RemoteGoAway reports whether the peer sent a normal go-away: OpenStream
+// fails with ErrRemoteGoAway from then on, while the streams already open
+// go on. (A go-away with an error code ends the session.)
+func (s *Session) RemoteGoAway() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.remoteGoAway
+}
+
 // CloseChan returns a channel closed when the session starts closing.
 func (s *Session) CloseChan() <-chan struct{} { return s.closedCh }
 

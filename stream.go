@@ -561,12 +561,13 @@ func (s *Stream) CloseRead() error {
 	return nil
 }
 
-// Close closes both directions: CloseWrite, then CloseRead. To abort a
-// stream instead, use Reset.
+// Close closes both directions: CloseRead, then CloseWrite. A Read in
+// progress returns ErrStreamClosed at once, as net.Conn's Close promises,
+// while CloseWrite may wait for a Write of the stream the connection has
+// not taken yet. To abort a stream instead, use Reset.
 func (s *Stream) Close() error {
-	err := s.CloseWrite()
-	_ = s.CloseRead()
-	return err
+	_ = s.CloseRead() // never fails
+	return s.CloseWrite()
 }
 
 // Reset aborts the stream in both directions with error code 0.

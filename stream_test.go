@@ -563,6 +563,56 @@ func TestCloseReadReturnsClosed(t *testing.T) {
 	})
 }
 
+// TestCloseInterruptsRead: Close returns a Read in progress at once with
+// ErrStreamClosed, as net.Conn's Close promises, even while a Write of the
+// same stream waits for a connection that takes nothing (its far end is
+// never read), so that CloseWrite waits for that Write. Closing the write
+// side first left the Read blocked until the session died, for
+// ConnectionWriteTimeout. On both codecs.
+func TestCloseInterruptsRead(t *testing.T) {
+	for name, cfg := range map[string]*Config{"yamux": nil, "mplex": mplexConfig()} {
+		t.Run(name, func(t *testing.T) {
+			c1, c2 := net.Pipe() // c2 is never read: every write on c1 waits
+			s, err := Client(c1, cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				_ = c2.Close() // first: the session's writes fail, and Close needn't flush
+				_ = s.Close()
+			})
+			st, err := s.OpenStream(context.Background())
+			require.NoError(t, err)
+			writeDone := make(chan error, 1)
+			go func() {
+				for {
+					if _, err := st.Write(make([]byte, kib)); err != nil {
+						writeDone <- err
+						return
+					}
+				}
+			}()
+			readDone := make(chan error, 1)
+			go func() {
+				_, err := st.Read(make([]byte, 1))
+				readDone <- err
+			}()
+			require.Eventually(t, func() bool {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				return st.reading
+			}, eventually, time.Millisecond, "the Read never waited")
+			go func() { _ = st.Close() }()
+			select {
+			case err := <-readDone:
+				require.ErrorIs(t, err, ErrStreamClosed)
+			case err := <-writeDone:
+				t.Fatalf("the Write returned first: %v", err)
+			case <-time.After(eventually):
+				t.Fatalf("Close did not interrupt the Read within %v", eventually)
+			}
+		})
+	}
+}
+
 // TestCloseWriteRacingPeerReset: a CloseWrite queued behind a Write whose
 // frame the writer is still writing, when the peer (whose FIN came
 // first) resets the stream, returns the peer's reset, a *StreamError, and

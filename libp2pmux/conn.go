@@ -79,7 +79,9 @@ func (c *conn) Close() error {
 }
 
 // CloseWithError closes like Close, sending code in the go-away; the peer's
-// streams and calls fail with a *network.ConnError carrying it.
+// streams and calls fail with a *network.ConnError carrying it, and ours
+// with one carrying it too. mplex has no go-away: there the peer sees the
+// connection end, and its streams fail with network.ErrReset.
 func (c *conn) CloseWithError(code network.ConnErrorCode) error {
 	c.localClose.Store(true)
 	err := c.sess.CloseWithError(uint32(code))
@@ -87,8 +89,15 @@ func (c *conn) CloseWithError(code network.ConnErrorCode) error {
 	return err
 }
 
-// IsClosed reports whether the session is closed or closing.
-func (c *conn) IsClosed() bool { return c.sess.IsClosed() }
+// IsClosed reports whether the session is closed or closing, or can no
+// longer open streams because the peer sent a go-away. go-libp2p's swarm
+// leaves a closed connection out when it picks one for a new stream, and
+// when OpenStream fails it dials again only if IsClosed is true. Without
+// the go-away here, a host would fail every new stream to a peer that
+// drains its streams after a go-away (js-libp2p's graceful close) instead
+// of dialing it again, as it does with go-yamux, whose session ends at the
+// go-away. The streams already open go on.
+func (c *conn) IsClosed() bool { return c.sess.IsClosed() || c.sess.RemoteGoAway() }
 
 // OpenStream opens a new stream; errors are mapped by parseError.
 func (c *conn) OpenStream(ctx context.Context) (network.MuxedStream, error) {

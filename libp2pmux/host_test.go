@@ -339,3 +339,59 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestHostNewStreamAfterPeerGoAway: once the peer has sent a go-away (as
+// js-libp2p's yamux does when it closes a connection gracefully, keeping
+// it open while its streams drain), the connection can't carry new
+// streams of ours, and IsClosed says so: go-libp2p's swarm then opens new
+// streams on another connection, dialing one, so a host reaches the peer
+// again, as it does with go-libp2p's yamux (whose session ends at the
+// go-away). While IsClosed stayed false every NewStream to the peer
+// failed for as long as the old connection stayed open. The streams
+// already open on the old connection keep working.
+func TestHostNewStreamAfterPeerGoAway(t *testing.T) {
+	dialer := newTestHost(t, useBraid, useNoise)
+	listener := newTestHost(t, useBraid, useNoise)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dialer.Connect(ctx, peer.AddrInfo{ID: listener.ID(), Addrs: listener.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := dialer.NewStream(ctx, listener.ID(), echoProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	_ = old.SetDeadline(time.Now().Add(time.Minute))
+	echoOnce := func(s network.Stream) error {
+		if _, err := s.Write([]byte{1}); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(s, make([]byte, 1))
+		return err
+	}
+	if err := echoOnce(old); err != nil { // the listener has accepted it
+		t.Fatal(err)
+	}
+	// The listener's side of the connection sends a go-away.
+	if err := braidSession(t, listener, dialer.ID()).GoAway(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return old.Conn().IsClosed() }, "the go-away to arrive")
+
+	s, err := dialer.NewStream(ctx, listener.ID(), echoProtocol)
+	if err != nil {
+		t.Fatalf("NewStream after the peer's go-away: %v", err)
+	}
+	defer s.Close()
+	if s.Conn() == old.Conn() {
+		t.Error("the new stream is on the connection the peer went away from")
+	}
+	_ = s.SetDeadline(time.Now().Add(time.Minute))
+	if err := echoOnce(s); err != nil {
+		t.Errorf("echo on the new stream: %v", err)
+	}
+	if err := echoOnce(old); err != nil {
+		t.Errorf("echo on the stream opened before the go-away: %v", err)
+	}
+}
