@@ -17,9 +17,10 @@ import (
 // the writer writes them, coalesced, once the inline write is done; a
 // burst of writes with nothing received between them (100 streams of
 // small messages) has only its first frame inline, so coalescing is kept
-// where it acts. A stream with a write deadline writes nothing inline
-// (streamSend.deadlined): a peer that stopped reading can hold a conn
-// write past any deadline. Large (by-reference) writes have rules of
+// where it acts. A stream whose write deadline is sooner than the longest
+// a conn write may block (the write timeout) writes nothing inline
+// (inlineAllowedLocked): a peer that stopped reading could hold the write
+// past the deadline. Large (by-reference) writes have rules of
 // their own (inlineRefLocked, below).
 //
 // While inline is set, the writer does not write (waitLocked parks it), so

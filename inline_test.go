@@ -75,6 +75,61 @@ func TestInlineWrites(t *testing.T) {
 	require.Less(t, c2.Writes-c1.Writes, uint64(burst/2), "the burst's conn writes")
 }
 
+// TestInlineWritesUnderDeadlines: a stream whose write deadline is later
+// than the longest a conn write may block (ConnectionWriteTimeout and its
+// slack) writes its exchanges' frames inline, as one without a deadline
+// does (go-libp2p's ping handler sets one 30 s ahead, with a 10 s write
+// timeout); one whose deadline is sooner writes none inline, so that a
+// stalled conn can't hold its Write past the deadline
+// (TestWriteDeadlineWithStalledPeer).
+func TestInlineWritesUnderDeadlines(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxStreamWindow = InitialStreamWindow // no window growth: no window update between the messages
+	client, server, a, b := streamPair(t, cfg)
+	awaitRTT(t, client, server)
+	longest := cfg.ConnectionWriteTimeout + cfg.ConnectionWriteTimeout/writeDeadlineSlack
+	msg := []byte("ping")
+	buf := make([]byte, len(msg))
+	exchange := func() {
+		t.Helper()
+		awaitWriterIdle(t, client)
+		_, err := a.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(b, buf)
+		require.NoError(t, err)
+		awaitWriterIdle(t, server)
+		_, err = b.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(a, buf)
+		require.NoError(t, err)
+	}
+	exchange() // each side has received a frame since its last write now
+	const rounds = 10
+	for _, c := range []struct {
+		name    string
+		ahead   time.Duration
+		inlines uint64
+	}{
+		{"deadline after the write timeout", 3 * longest, rounds},
+		{"deadline before the write timeout", longest / 2, 0},
+		{"deadline cleared", 0, rounds},
+	} {
+		deadline := time.Time{}
+		if c.ahead > 0 {
+			deadline = time.Now().Add(c.ahead)
+		}
+		require.NoError(t, a.SetWriteDeadline(deadline))
+		require.NoError(t, b.SetDeadline(deadline))
+		c0, s0 := client.Stats(), server.Stats()
+		for range rounds {
+			exchange()
+		}
+		c1, s1 := client.Stats(), server.Stats()
+		require.Equal(t, c.inlines, c1.InlineWrites-c0.InlineWrites, "%s: client's inline writes", c.name)
+		require.Equal(t, c.inlines, s1.InlineWrites-s0.InlineWrites, "%s: server's inline writes", c.name)
+	}
+}
+
 // gatedConn is a conn whose Writes, once armed, wait at a gate: the test
 // holds a write in progress while it looks at what else writes.
 type gatedConn struct {

@@ -2,6 +2,7 @@ package braid
 
 import (
 	"os"
+	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
 )
@@ -50,7 +51,7 @@ type streamSend struct {
 	dropped     bool          // reset: the writer takes no more of its frames
 	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
 	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
-	deadlined   bool          // the stream has a write deadline: its copied frames are never written inline (setDeadlined)
+	deadline    int64         // the stream's write deadline in Unix nanoseconds, 0 for none (setWriteDeadline, inlineAllowedLocked)
 }
 
 // wait returns the flushed channel, made on first use. mu held.
@@ -239,8 +240,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			w.mu.Unlock()
 			return err
 		}
-		// No inline write under a write deadline: it could not stop there.
-		if !s.deadlined {
+		if w.inlineAllowedLocked(s) {
 			if done, err := w.inlineLocked(h, payload); done {
 				w.mu.Unlock()
 				return err
@@ -334,8 +334,7 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 	}
 	s.window -= n
 	h := header{typ: typeData, streamID: id, length: n}
-	// No inline write under a write deadline: it could not stop there.
-	if !s.deadlined {
+	if w.inlineAllowedLocked(s) {
 		if done, err := w.inlineLocked(h, payload); done {
 			if err != nil {
 				s.window += n
@@ -386,14 +385,35 @@ func (w *writer) setDirect(s *streamSend, direct bool) {
 	w.mu.Unlock()
 }
 
-// setDeadlined records whether s's stream has a write deadline. An inline
-// write (inline.go) blocks in the conn's Write, which a stalled peer can
-// hold until the connection write timeout, past any deadline; a copied
-// frame queued instead lets Write return by its deadline.
-func (w *writer) setDeadlined(s *streamSend, on bool) {
+// setWriteDeadline records s's stream's write deadline, t (zero for none),
+// for inlineAllowedLocked.
+func (w *writer) setWriteDeadline(s *streamSend, t time.Time) {
+	var at int64
+	if !t.IsZero() {
+		at = t.UnixNano()
+	}
 	w.mu.Lock()
-	s.deadlined = on
+	s.deadline = at
 	w.mu.Unlock()
+}
+
+// inlineAllowedLocked tells whether s's small frame may be written
+// inline (inline.go) as far as its write deadline goes. An inline write
+// blocks in the conn's Write, which a peer that stopped reading holds
+// until the write timeout ends the session, at most
+// writeTimeout+writeTimeout/writeDeadlineSlack after the write began
+// (beginConnWrite); a deadline sooner than that could pass while the
+// Write waits, so the frame is queued instead and Write returns by its
+// deadline. mu held.
+func (w *writer) inlineAllowedLocked(s *streamSend) bool {
+	if s.deadline == 0 {
+		return true
+	}
+	longest := w.writeTimeout + w.writeTimeout/writeDeadlineSlack
+	if longest < w.writeTimeout { // a timeout near math.MaxInt64 ("never")
+		return false
+	}
+	return time.Until(time.Unix(0, s.deadline)) > longest
 }
 
 // drop discards what s has queued and the writer has not taken: its

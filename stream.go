@@ -42,11 +42,11 @@ type Stream struct {
 	writeState halfState
 	readBusy   bool  // a Read is in progress: other Reads wait for their turn (readTurn)
 	closedRead bool  // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
-	readErr    error // why reads fail once readState is halfReset
-	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
 	needACK    bool  // accepted stream whose ACK is not sent yet
 	unacked    bool  // opened by us, the peer has not ACKed yet
 	removed    bool  // no longer in the session's stream table
+	readErr    error // why reads fail once readState is halfReset
+	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
 	// Receiving side of flow control.
 	recv       recvBuffer
 	rw         recvWindow // the receive window (recvwindow.go)
@@ -659,7 +659,7 @@ func (s *Stream) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the deadline for Write calls, pending ones included.
 func (s *Stream) SetWriteDeadline(t time.Time) error {
-	s.session.w.setDeadlined(&s.send, !t.IsZero())
+	s.session.w.setWriteDeadline(&s.send, t)
 	s.writeDeadline.set(t)
 	return nil
 }
