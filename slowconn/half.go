@@ -198,7 +198,9 @@ func (h *half) releaseLocked(n int) {
 }
 
 // closeWrite queues the FIN behind the queued bytes, as a packet of
-// overhead only, and returns how long until it arrives.
+// overhead only, and returns how long until it arrives. A Write blocked on
+// a full buffer wakes and fails, as a send blocked on a socket does when
+// the socket is shut down for writing.
 func (h *half) closeWrite() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -207,6 +209,7 @@ func (h *half) closeWrite() time.Duration {
 		h.fin = true
 		h.finAt = h.sched.next(now, 0)
 		signal(h.readable)
+		signal(h.writable)
 	}
 	return max(h.finAt-now, 0)
 }

@@ -166,12 +166,16 @@ func (c *pipeConn) SetWriteDeadline(t time.Time) error {
 }
 
 // acquire takes the one-slot semaphore sem unless the deadline passes or
-// the conn closes first.
+// the conn closes first. A closed conn reports net.ErrClosed even if the
+// deadline has passed too (select would pick either at random).
 func acquire(sem chan struct{}, dl *deadline, closed chan struct{}) error {
 	select {
 	case sem <- struct{}{}:
 		return nil
 	case <-dl.wait():
+		if isClosed(closed) {
+			return net.ErrClosed
+		}
 		return os.ErrDeadlineExceeded
 	case <-closed:
 		return net.ErrClosed

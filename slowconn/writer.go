@@ -40,6 +40,11 @@ func (w *writer) write(p []byte) (int, error) {
 		}
 		n, err := w.out.write(p[written:])
 		written += n
+		if err != nil && isClosed(w.closed) {
+			// Close ran since the check above and queued the FIN:
+			// report our own Close, not a peer that went away.
+			err = net.ErrClosed
+		}
 		if err != nil || written == len(p) {
 			return written, err
 		}
