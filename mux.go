@@ -62,7 +62,11 @@ type Session struct {
 
 	closedCh chan struct{} // closed when the session starts closing
 	readDone chan struct{} // closed when the read loop returns
-	ended    chan struct{} // closed by shutdown when it is done
+	// lingering is set by Close's goroutine when it has half-closed the
+	// conn and waits for the peer's end (linger.go); the read loop then
+	// drains the conn and leaves the session's end to Close.
+	lingering atomic.Bool
+	ended     chan struct{} // closed by shutdown when it is done
 
 	mu           sync.Mutex // guards the fields below
 	streams      map[uint32]*Stream
@@ -498,7 +502,11 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. Close waits for the session's goroutines to end and
+// ErrSessionClosed. A connection that can close its writing side alone
+// (TCP, Unix, TLS) is closed for writing first, and Close waits a few
+// round trips at most for the peer to close its end, reading and dropping
+// what still comes, so that the peer reads the go-away rather than a
+// reset (linger.go). Close waits for the session's goroutines to end and
 // returns all memory reserved from Config.Memory; after it, the session
 // reserves and releases nothing more. It always returns nil, and calling
 // it again (from any goroutine) waits for the first call to finish.
@@ -672,11 +680,16 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 		}
 		s.w.close(true, nil)
 		t := time.NewTimer(closeFlushTimeout)
+		flushed := false
 		select {
 		case <-s.w.done:
+			flushed = true
 		case <-t.C:
 		}
 		t.Stop()
+		if flushed && !fromReadLoop {
+			s.linger()
+		}
 	} else {
 		s.w.close(false, sessionClosedError(cause))
 	}
@@ -700,6 +713,11 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	err := s.readFrames()
+	if s.lingering.Load() {
+		s.drainAfterClose()
+		s.br.release()
+		return
+	}
 	s.br.release()
 	var gaErr *GoAwayError
 	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) &&

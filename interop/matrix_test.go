@@ -59,6 +59,7 @@ func matrixChecks() []matrixCheck {
 		{"peer-cuts-mid-transfer", checkPeerCuts},
 		{"peer-go-away", checkPeerGoAway},
 		{"braid-go-away", checkBraidGoAway},
+		{"braid-go-away-while-peer-sends", checkBraidGoAwayWhilePeerSends},
 	}
 }
 
@@ -684,5 +685,53 @@ func checkBraidGoAway(t *testing.T, e *matrixEnv) {
 	var ga *braid.GoAwayError
 	if _, err := e.bs.OpenStream(e.ctx); !errors.As(err, &ga) || *ga != (braid.GoAwayError{ErrorCode: 5}) {
 		t.Errorf("braid OpenStream after CloseWithError(5): %v", err)
+	}
+}
+
+// goAwayBusyBytes is what the peer has sent, and braid read, before
+// braid closes in checkBraidGoAwayWhilePeerSends: the flow is under way.
+const goAwayBusyBytes = 1 << 20
+
+// checkBraidGoAwayWhilePeerSends: braid's CloseWithError(5) reaches a
+// peer that is sending bulk data to braid at that moment. braid closes
+// its conn only once the peer has closed its end, or a few round trips
+// later (linger.go): closed at once, the peer's bytes that kept coming
+// met a closed socket, whose TCP RST made the peer's kernel drop what the
+// peer had not read, the go-away with it. A yamux peer must have read the
+// go-away, code 5, one and only, before its session ended, and a peer
+// whose error carries the code must report 5. mplex has no go-away: the
+// peer's session must end.
+func checkBraidGoAwayWhilePeerSends(t *testing.T, e *matrixEnv) {
+	pst, bst := e.established(t, e.peerEnd(), e.braidEnd())
+	go func() { _, _ = io.Copy(io.Discard, bst) }()
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		buf := make([]byte, 16*1024)
+		for {
+			if _, err := pst.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	waitFor(t, e.ctx, "the peer's bulk flow", func() bool { return e.bs.Stats().BytesReceived >= goAwayBusyBytes })
+	if err := e.bs.CloseWithError(5); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.ps.closed:
+	case <-e.ctx.Done():
+		t.Fatalf("%s session still open after braid's go-away", e.p.name)
+	}
+	<-sending
+	if e.peerRead != nil {
+		if goAways := e.peerRead.goAwayCodes(); !slices.Equal(goAways, []uint32{5}) {
+			t.Errorf("%s's session ended having read go-aways with codes %v from braid, want [5]", e.p.name, goAways)
+		}
+	}
+	if e.p.goAwayCode != nil {
+		if code, ok := e.p.goAwayCode(e.ps.err()); !ok || code != 5 {
+			t.Errorf("%s's error after braid's go-away: %v, want one with code 5", e.p.name, e.ps.err())
+		}
 	}
 }
