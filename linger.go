@@ -5,26 +5,27 @@ import (
 	"time"
 )
 
-// Lingering close. Close writes the go-away (and whatever was queued) and
-// then closed the conn at once. A peer still sending meanwhile (a pong,
-// an ACK, bulk data) then had its bytes reach a closed socket, which
-// answers with a TCP RST; a peer's kernel that takes the RST drops what
-// its application has not read yet, the go-away with it, and the peer
-// sees a reset connection instead of braid's code (go-yamux and
-// hashicorp/yamux did so in 23 of 40 runs of the interop matrix's
-// go-away check before it waited for a quiet peer). So after the writer
-// has flushed, a conn that can half-close (TCP, Unix, TLS) is closed for
-// writing, which tells the peer after the go-away that nothing follows,
-// and the read loop reads on, dropping what comes, until the peer closes
-// its end (every yamux and mplex peer does once it has read the go-away
-// or the end of the conn) or a few round trips pass (lingerFor); only then is the conn
-// closed, with nothing unread in it. This is net/http's
-// closeWriteAndWait, bounded by the peer's end instead of a fixed sleep.
+// Lingering close. A conn closed while the peer is still writing to it
+// (a window update, a pong, bulk data) answers the peer's next bytes with
+// a TCP RST, and a kernel that takes an RST drops what its application
+// has not read yet: the go-away Close just wrote goes with it, and the
+// peer sees a reset connection instead of braid's code. (The interop
+// matrix's braid-go-away-while-peer-sends row failed so in 7 of 20 runs
+// against go-yamux and hashicorp/yamux while Close closed at once.)
+//
+// So after the writer has flushed, Close closes a conn that can half-close
+// (TCP, Unix, TLS) for writing, which tells the peer that nothing follows
+// the go-away, and the read loop reads on, dropping what comes, until the
+// peer closes its end (every yamux and mplex peer does once it has read
+// the go-away or the end of the conn) or a few round trips pass
+// (lingerFor). Only then is the conn closed, with nothing unread in it.
+// This is net/http's closeWriteAndWait, bounded by the peer's end rather
+// than by a fixed sleep.
 //
 // Only a local Close lingers, and only once the writer flushed in time
 // (a writer stuck on a peer that does not read would wait in vain). The
 // read loop's ends (the peer's go-away with a code, a broken protocol, a
-// failed conn) close at once, as before.
+// failed conn) close at once.
 
 const (
 	// closeLinger bounds how long Close waits, after the flush, for the
