@@ -563,6 +563,11 @@ func TestCloseReadReturnsClosed(t *testing.T) {
 	})
 }
 
+// closeInterruptWrite is the Write TestCloseInterruptsRead leaves blocked:
+// more than a stream's window (yamux) and an mplex message, so that it
+// holds the stream's writeMu until the conn takes its bytes.
+const closeInterruptWrite = 4 << 20
+
 // TestCloseInterruptsRead: Close returns a Read in progress at once with
 // ErrStreamClosed, as net.Conn's Close promises, even while a Write of the
 // same stream waits for a connection that takes nothing (its far end is
@@ -581,31 +586,25 @@ func TestCloseInterruptsRead(t *testing.T) {
 			})
 			st, err := s.OpenStream(context.Background())
 			require.NoError(t, err)
-			writeDone := make(chan error, 1)
-			go func() {
-				for {
-					if _, err := st.Write(make([]byte, kib)); err != nil {
-						writeDone <- err
-						return
-					}
-				}
-			}()
+			go func() { _, _ = st.Write(make([]byte, closeInterruptWrite)) }()
 			readDone := make(chan error, 1)
 			go func() {
 				_, err := st.Read(make([]byte, 1))
 				readDone <- err
 			}()
 			require.Eventually(t, func() bool {
+				if st.writeMu.TryLock() {
+					st.writeMu.Unlock()
+					return false
+				}
 				st.mu.Lock()
 				defer st.mu.Unlock()
 				return st.reading
-			}, eventually, time.Millisecond, "the Read never waited")
+			}, eventually, time.Millisecond, "the Write never held the stream's write side, or the Read never waited")
 			go func() { _ = st.Close() }()
 			select {
 			case err := <-readDone:
 				require.ErrorIs(t, err, ErrStreamClosed)
-			case err := <-writeDone:
-				t.Fatalf("the Write returned first: %v", err)
 			case <-time.After(eventually):
 				t.Fatalf("Close did not interrupt the Read within %v", eventually)
 			}
