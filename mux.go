@@ -831,6 +831,14 @@ func (s *Session) handleStreamFrame(h header) error {
 		case admitWindowExceeded:
 			return &ProtocolError{Reason: "receive window exceeded", StreamID: h.streamID}
 		case admitAfterFIN:
+			if !s.caps.flowControl {
+				// mplex: go-mplex v0.7.0 sends a Write that raced its
+				// CloseWrite after the Close, and drops what comes
+				// after a peer's Close itself. Drop it too: no credit
+				// to account, and ending the session would fail every
+				// other stream for one stream's late bytes.
+				return s.discard(h.length)
+			}
 			return &ProtocolError{Reason: "data after FIN", StreamID: h.streamID}
 		case admitOverflow:
 			// No flow control (mplex): push back while the reader

@@ -673,7 +673,7 @@ const (
 	admitOK             admission = iota
 	admitForReader                // admitted, and a Read waits for it (admitSmall)
 	admitWindowExceeded           // more than the credit granted: protocol error
-	admitAfterFIN                 // the peer already closed its side: protocol error
+	admitAfterFIN                 // the peer already closed its side: protocol error (mplex: dropped)
 	admitOverflow                 // no flow control and the buffer bound is reached: reset
 )
 
@@ -755,6 +755,7 @@ func (s *Stream) receive(head, rest recvChunk) {
 	n := len(head.data) + len(rest.data)
 	s.mu.Lock()
 	if s.receivedLocked(n) {
+		s.readerWokenLocked()
 		s.recv.push(head)
 		s.recv.push(rest)
 		notify(s.readWait)
@@ -795,6 +796,7 @@ func (s *Stream) receiveSmall(p []byte) bool {
 func (s *Stream) receiveSmallAndUnlock(p []byte) (reader bool) {
 	if s.receivedLocked(len(p)) {
 		reader = s.reading
+		s.readerWokenLocked()
 		s.recv.pushSmall(p)
 		notify(s.readWait)
 		s.mu.Unlock()
@@ -802,6 +804,17 @@ func (s *Stream) receiveSmallAndUnlock(p []byte) (reader bool) {
 	}
 	s.consumedAndUnlock(uint32(len(p)))
 	return false
+}
+
+// readerWokenLocked restarts the mplex push-back's clock (lastRead) when
+// the bytes about to be buffered wake a Read that waits for them: that
+// reader is reading, and a burst that fills the buffer before it runs
+// must not count the time it waited for data as a stall (awaitRoom). Only
+// without flow control; called before the bytes are buffered. mu held.
+func (s *Stream) readerWokenLocked() {
+	if s.reading && s.recv.size == 0 && !s.session.caps.flowControl {
+		s.lastRead = time.Now()
+	}
 }
 
 // receivedLocked accounts n bytes received and tells whether someone will
