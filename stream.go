@@ -175,14 +175,17 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 		switch {
 		case s.readState == halfLocal || s.closedRead:
 			return 0, false, ErrStreamClosed
+		case s.readDeadline.expired():
+			// Before buffered bytes, as SetDeadline promises and TCP
+			// does: they stay for the next Read. (A lent buffer's bytes,
+			// above, are the caller's already.)
+			return 0, false, os.ErrDeadlineExceeded
 		case s.recv.size > 0:
 			return s.recv.read(b), true, nil
 		case s.readState == halfClosed:
 			return 0, false, io.EOF
 		case s.readState == halfReset:
 			return 0, false, s.readErr
-		case s.readDeadline.expired():
-			return 0, false, os.ErrDeadlineExceeded
 		case len(b) == 0:
 			return 0, false, nil
 		}
