@@ -44,6 +44,19 @@ func stallShrinkBuffers(t *testing.T, braid net.Conn) {
 	require.NoError(t, braid.(*net.TCPConn).SetWriteBuffer(stallSmallSocketBuffer))
 }
 
+// stalledRawPeer is a raw yamux peer over loopback TCP that reads nothing
+// unless told to, and braid's session with it: keep-alive off, the write
+// timeout stallWriteTimeout, braid's send buffer small.
+func stalledRawPeer(t *testing.T) (*rawPeer, *Session) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DisableKeepAlive = true
+	cfg.ConnectionWriteTimeout = stallWriteTimeout
+	c1, c2 := tcpPair(t)
+	stallShrinkBuffers(t, c2)
+	return newRawPeerOver(t, c1, c2, cfg, false)
+}
+
 // stallFlood writes frames (each the bytes of one) to conn over and over
 // until stop is closed or a write fails; the returned channel is closed
 // when it has stopped.
@@ -92,12 +105,7 @@ func stallAwaitCtrlFull(t *testing.T, s *Session) {
 // waiting in the backlog. Close then returns promptly and leaves no
 // goroutine.
 func TestControlQueueFullDoesNotBlockStreamCalls(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DisableKeepAlive = true
-	cfg.ConnectionWriteTimeout = stallWriteTimeout
-	c1, c2 := tcpPair(t)
-	stallShrinkBuffers(t, c2)
-	p, s := newRawPeerOver(t, c1, c2, cfg, false)
+	p, s := stalledRawPeer(t)
 
 	// Stream 1 holds a whole window of unread bytes; stream 3 and 5 wait
 	// in the accept backlog.
@@ -171,12 +179,7 @@ const stallDeadline = 100 * time.Millisecond
 // Every Write returns nil (its bytes queued) or os.ErrDeadlineExceeded;
 // none waits for the ConnectionWriteTimeout.
 func TestWriteDeadlineWithStalledPeer(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DisableKeepAlive = true
-	cfg.ConnectionWriteTimeout = stallWriteTimeout
-	c1, c2 := tcpPair(t)
-	stallShrinkBuffers(t, c2)
-	p, s := newRawPeerOver(t, c1, c2, cfg, false)
+	p, s := stalledRawPeer(t)
 	p.send(syn(1), nil)
 	st := acceptID(t, s, 1)
 	payload := make([]byte, stallSmallWrite)

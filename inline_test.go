@@ -28,6 +28,23 @@ func awaitWriterIdle(t *testing.T, s *Session) {
 	}, 5*time.Second, 100*time.Microsecond, "writer idle")
 }
 
+// pingBothWays writes msg from a to b and back, each once its session's
+// writer is idle, so that each may go inline (a request and its reply).
+func pingBothWays(t *testing.T, client, server *Session, a, b *Stream, msg []byte) {
+	t.Helper()
+	buf := make([]byte, len(msg))
+	awaitWriterIdle(t, client)
+	_, err := a.Write(msg)
+	require.NoError(t, err)
+	_, err = io.ReadFull(b, buf)
+	require.NoError(t, err)
+	awaitWriterIdle(t, server)
+	_, err = b.Write(msg)
+	require.NoError(t, err)
+	_, err = io.ReadFull(a, buf)
+	require.NoError(t, err)
+}
+
 // TestInlineWrites: in a request-response exchange every small Write is
 // written inline; a burst with nothing received
 // between its writes has only its first frame inline, and the rest go to
@@ -38,20 +55,7 @@ func TestInlineWrites(t *testing.T) {
 	client, server, a, b := streamPair(t, cfg)
 	awaitRTT(t, client, server)
 	msg := []byte("ping")
-	buf := make([]byte, len(msg))
-	exchange := func() {
-		t.Helper()
-		awaitWriterIdle(t, client)
-		_, err := a.Write(msg)
-		require.NoError(t, err)
-		_, err = io.ReadFull(b, buf)
-		require.NoError(t, err)
-		awaitWriterIdle(t, server)
-		_, err = b.Write(msg)
-		require.NoError(t, err)
-		_, err = io.ReadFull(a, buf)
-		require.NoError(t, err)
-	}
+	exchange := func() { t.Helper(); pingBothWays(t, client, server, a, b, msg) }
 	exchange() // each side has received a frame since its last write now
 	c0, s0 := client.Stats(), server.Stats()
 	const rounds = 10
@@ -89,20 +93,7 @@ func TestInlineWritesUnderDeadlines(t *testing.T) {
 	awaitRTT(t, client, server)
 	longest := cfg.ConnectionWriteTimeout + cfg.ConnectionWriteTimeout/writeDeadlineSlack
 	msg := []byte("ping")
-	buf := make([]byte, len(msg))
-	exchange := func() {
-		t.Helper()
-		awaitWriterIdle(t, client)
-		_, err := a.Write(msg)
-		require.NoError(t, err)
-		_, err = io.ReadFull(b, buf)
-		require.NoError(t, err)
-		awaitWriterIdle(t, server)
-		_, err = b.Write(msg)
-		require.NoError(t, err)
-		_, err = io.ReadFull(a, buf)
-		require.NoError(t, err)
-	}
+	exchange := func() { t.Helper(); pingBothWays(t, client, server, a, b, msg) }
 	exchange() // each side has received a frame since its last write now
 	const rounds = 10
 	for _, c := range []struct {
