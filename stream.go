@@ -40,13 +40,14 @@ type Stream struct {
 	// Directions.
 	readState  halfState
 	writeState halfState
-	readBusy   bool  // a Read is in progress: other Reads wait for their turn (readTurn)
-	closedRead bool  // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
-	needACK    bool  // accepted stream whose ACK is not sent yet
-	unacked    bool  // opened by us, the peer has not ACKed yet
-	removed    bool  // no longer in the session's stream table
-	readErr    error // why reads fail once readState is halfReset
-	writeErr   error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
+	readBusy   bool // a Read is in progress: other Reads wait for their turn (readTurn)
+	closedRead bool // CloseRead (or Close) was called: Read returns ErrStreamClosed, even after the peer's FIN
+	needACK    bool // accepted stream whose ACK is not sent yet
+	unacked    bool // opened by us, the peer has not ACKed yet
+	removed    bool // no longer in the session's stream table
+	// (The bools sit together so that a Stream keeps its 416-byte size class.)
+	readErr  error // why reads fail once readState is halfReset
+	writeErr error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
 	// Receiving side of flow control.
 	recv       recvBuffer
 	rw         recvWindow // the receive window (recvwindow.go)
@@ -363,7 +364,8 @@ func (s *Stream) sendWindowUpdate(h header) {
 // waits only for room in the stream's send queue, or writes the frame
 // itself when the session's writer has nothing to write and the session
 // received a frame since its last write (a request-response exchange),
-// unless a write deadline is set (that write could outlast it).
+// unless the write deadline comes before the connection's write timeout
+// would end a blocked write (that write could outlast the deadline).
 // Stats.InlineWrites counts the writes a Write made itself. A zero-length
 // b writes nothing.
 //
