@@ -283,7 +283,7 @@ func EchoRTTs(link slowconn.Link, c contenders.Contender, n int) ([]time.Duratio
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		buf := make([]byte, echoSize)
+		buf := make([]byte, EchoSize)
 		for {
 			if _, err := io.ReadFull(recv[0], buf); err != nil {
 				return
@@ -293,7 +293,7 @@ func EchoRTTs(link slowconn.Link, c contenders.Contender, n int) ([]time.Duratio
 			}
 		}
 	}()
-	buf := make([]byte, echoSize)
+	buf := make([]byte, EchoSize)
 	samples := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
@@ -311,8 +311,8 @@ func EchoRTTs(link slowconn.Link, c contenders.Contender, n int) ([]time.Duratio
 	return samples, nil
 }
 
-// echoSize is the request and reply size of EchoRTT.
-const echoSize = 64
+// EchoSize is the request and reply size of EchoRTT and EchoRTTs.
+const EchoSize = 64
 
 // Ramp transfers bytes on one stream of c over link for d and returns the
 // goodput (bytes/s) of each interval of the transfer, in order.
