@@ -421,7 +421,9 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 		s.mu.Unlock()
 		return 0, sessionClosedError(s.closeErr)
 	}
-	s.nextPing++
+	// The writer's markers own the ids with markerFlag (inflight.go): a
+	// pong for a ping of ours there would go to markerAnswered.
+	s.nextPing = (s.nextPing + 1) &^ markerFlag
 	id := s.nextPing
 	if s.pings == nil {
 		s.pings = make(map[uint32]pingWait)
