@@ -817,7 +817,7 @@ func (s *Stream) receiveSmallAndUnlock(p []byte) (reader bool) {
 // must not count the time it waited for data as a stall (awaitRoom). Only
 // without flow control; called before the bytes are buffered. mu held.
 func (s *Stream) readerWokenLocked() {
-	if s.reading && s.recv.size == 0 && !s.session.caps.flowControl {
+	if !s.session.caps.flowControl && s.reading && s.recv.size == 0 {
 		s.lastRead = time.Now()
 	}
 }

@@ -35,6 +35,10 @@ const (
 	ccStreamBytes = 3 << 20
 	// ccPromptly bounds how long a call may take to return once it must.
 	ccPromptly = 3 * time.Second
+	// ccTransferBound bounds a whole transfer of a test (the peer reading
+	// every Write, the Reads reaching the end): a hang, not a slow run,
+	// fails it.
+	ccTransferBound = 60 * time.Second
 	// ccChurnMax bounds the wait between two deadline changes.
 	ccChurnMax = 2 * time.Millisecond
 	// ccLentBuf is a Read buffer large enough to be lent (minLend).
@@ -286,7 +290,7 @@ func concurrentWritesTrial(t *testing.T, setup ccSetup) {
 	var b []byte
 	select {
 	case b = <-got:
-	case <-time.After(30 * time.Second):
+	case <-time.After(ccTransferBound):
 		t.Fatal("the peer did not read the writes to their end")
 	}
 	// Split the bytes into runs of one tag each: a run is one Write's.
@@ -469,7 +473,7 @@ func concurrentReadsTrial(t *testing.T, setup ccSetup) {
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(ccTransferBound):
 		t.Fatal("the Reads did not all see the stream's end")
 	}
 	close(stop)
@@ -721,7 +725,7 @@ func refWriteEndTrial(t *testing.T, setup ccSetup, e writeEnd) {
 	var r result
 	select {
 	case r = <-got:
-	case <-time.After(30 * time.Second):
+	case <-time.After(ccTransferBound):
 		t.Fatal("the peer's Read did not end")
 	}
 	for i, c := range r.b {
