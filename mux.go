@@ -715,12 +715,14 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 func (s *Session) readLoop() {
 	defer close(s.readDone)
 	err := s.readFrames()
-	if s.lingering.Load() {
+	lingering := s.lingering.Load()
+	if lingering {
 		s.drainAfterClose()
-		s.br.release()
-		return
 	}
 	s.br.release()
+	if lingering {
+		return // Close's goroutine ends the session (linger.go)
+	}
 	var gaErr *GoAwayError
 	if werr := s.w.failure(); werr != nil && !errors.Is(werr, ErrSessionClosed) &&
 		!errors.As(err, &gaErr) && !errors.Is(err, ErrProtocol) {
