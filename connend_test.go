@@ -106,7 +106,9 @@ func connEnds() []connEnd {
 				_, _ = st.Write([]byte("x"))
 			}},
 		{name: "keep-alive timeout", yamux: true, want: ErrKeepAliveTimeout,
-			cfg: func(c *Config) { c.DisableKeepAlive, c.KeepAliveInterval = false, 20*time.Millisecond },
+			cfg: func(c *Config) {
+				c.DisableKeepAlive, c.KeepAliveInterval, c.ConnectionWriteTimeout = false, 20*time.Millisecond, 100*time.Millisecond
+			},
 			end: func(t *testing.T, p connEndPeer, _ *failConn, _ *Stream) {}}, // the peer reads the pings, never answers
 		{name: "peer's go-away with an error code", yamux: true, want: &GoAwayError{ErrorCode: GoAwayInternalError, Remote: true},
 			end: func(t *testing.T, p connEndPeer, _ *failConn, _ *Stream) {

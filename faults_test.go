@@ -870,6 +870,9 @@ func TestFaultKeepAlive(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DisableKeepAlive = false
 	cfg.KeepAliveInterval = interval
+	// Ten intervals: the silent peer is declared dead a whole
+	// ConnectionWriteTimeout after the ping, not an interval after it.
+	cfg.ConnectionWriteTimeout = 10 * interval
 
 	t.Run("silent-peer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -895,9 +898,9 @@ func TestFaultKeepAlive(t *testing.T) {
 			require.True(t, s.IsClosed())
 			require.ErrorIs(t, s.Err(), ErrKeepAliveTimeout)
 			// An idle interval, then a ping that goes unanswered for
-			// min(interval, ConnectionWriteTimeout).
-			require.GreaterOrEqual(t, elapsed, interval, "closed before a ping could go unanswered")
-			require.LessOrEqual(t, elapsed, interval+min(interval, cfg.ConnectionWriteTimeout), "closed late")
+			// ConnectionWriteTimeout.
+			require.GreaterOrEqual(t, elapsed, interval+cfg.ConnectionWriteTimeout, "closed before the ping's answer was due")
+			require.LessOrEqual(t, elapsed, 2*interval+cfg.ConnectionWriteTimeout, "closed late")
 		})
 	})
 
@@ -920,6 +923,33 @@ func TestFaultKeepAlive(t *testing.T) {
 			}
 			_, err := client.Ping()
 			require.NoError(t, err)
+		})
+	})
+
+	// A link whose round trip (400 ms) is four keep-alive intervals: every
+	// answer comes after the next tick. The keep-alive must wait for it as
+	// long as Ping would (ConnectionWriteTimeout), not one interval; with
+	// min(interval, ConnectionWriteTimeout) both sides closed a healthy
+	// idle session within 300 ms.
+	t.Run("healthy-peer-long-link", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			link := slowconn.Broadband()
+			link.Latency = 2 * interval
+			c1, c2 := slowconn.Pipe(link)
+			client, server := sessionPairOver(t, c1, c2, cfg)
+			const idle = 50 * interval
+			time.Sleep(idle)
+			require.NoError(t, client.Err())
+			require.NoError(t, server.Err())
+			for name, s := range map[string]*Session{"client": client, "server": server} {
+				st := s.Stats()
+				t.Logf("%s after %v idle: %+v", name, idle, st)
+				// A ping and its answer each round trip at least.
+				require.GreaterOrEqual(t, st.FramesReceived, uint64(idle/(2*(2*link.Latency+interval))), "%s: no keep-alive traffic", name)
+			}
+			rtt, err := client.Ping()
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, rtt, 2*link.Latency)
 		})
 	})
 }

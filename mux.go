@@ -85,6 +85,7 @@ type Session struct {
 	nextPing     uint32
 	kaTimer      *time.Timer // keep-alive; nil when disabled
 	kaPending    bool        // the keep-alive ping is unanswered
+	kaSent       time.Time   // when the unanswered keep-alive ping was queued
 	closing      bool
 	closeErr     error // why the session ended; set with closing
 
@@ -449,8 +450,13 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 	return id, nil
 }
 
-// keepAliveTick runs on the keep-alive timer: it pings an idle peer and
-// closes the session when the last ping went unanswered.
+// keepAliveTick runs on the keep-alive timer, at least once per
+// KeepAliveInterval: it pings a peer from which nothing arrived during the
+// last interval, and closes the session when nothing at all arrived within
+// ConnectionWriteTimeout of that ping. The answer may take a round trip
+// longer than the interval, so the wait is Ping's (as in go-yamux's
+// keep-alive), not one interval; and the timer keeps ticking each interval
+// meanwhile, so that an answer that comes early restarts the cycle at once.
 func (s *Session) keepAliveTick() {
 	s.mu.Lock()
 	if s.closing {
@@ -464,11 +470,18 @@ func (s *Session) keepAliveTick() {
 		return
 	}
 	if s.kaPending {
+		waited := time.Since(s.kaSent)
+		if waited >= s.cfg.ConnectionWriteTimeout {
+			s.mu.Unlock()
+			s.shutdown(ErrKeepAliveTimeout, false, 0, false)
+			return
+		}
+		s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout-waited))
 		s.mu.Unlock()
-		s.shutdown(ErrKeepAliveTimeout, false, 0, false)
 		return
 	}
 	s.kaPending = true
+	s.kaSent = time.Now()
 	s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout))
 	s.mu.Unlock()
 	_, _ = s.sendPing(nil)
