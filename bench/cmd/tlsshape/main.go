@@ -22,6 +22,8 @@
 //     trips through the two network stacks a writer of these records can
 //     make. It bounds what a muxer writing raw TLS's records can gain by
 //     merging them (braid's cork.go).
+//   - corked muxer: relay+handoff+queued reverse, corked as above: a
+//     muxer's goroutines and hand-offs with its records merged.
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
 // TLS at GOMAXPROCS 2 on an AMD EPYC VM, go-yamux the same) loses
@@ -30,7 +32,9 @@
 //	go run ./bench/cmd/tlsshape -procs 2 -rounds 5
 //
 // Session 22 added the corked shape, to bound one-stream TLS bulk at
-// GOMAXPROCS 2 from above (docs/measurements.md, "Session 22").
+// GOMAXPROCS 2 from above (docs/measurements.md, "Session 22"); session 24
+// the corked muxer, to learn whether a muxer's hand-offs eat what merging
+// records gains (they did not: docs/measurements.md, "Session 24").
 package main
 
 import (

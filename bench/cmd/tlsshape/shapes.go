@@ -40,6 +40,7 @@ var shapes = slices.DeleteFunc([]shape{
 	{name: "relay+handoff+reverse", relay: true, handoff: true, reverse: true},
 	{name: "relay+handoff+queued reverse", relay: true, handoff: true, reverse: true, queued: true},
 	{name: "corked", corked: true},
+	{name: "corked muxer", corked: true, relay: true, handoff: true, reverse: true, queued: true},
 }, func(s shape) bool { return s.corked && !canCork })
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
