@@ -239,8 +239,10 @@ type Config struct {
 
 	// DisableKeepAlive stops the keep-alive. By default an idle session
 	// pings its peer every KeepAliveInterval and closes with
-	// ErrKeepAliveTimeout when no answer comes back within
-	// ConnectionWriteTimeout. mplex has no pings and never keeps alive.
+	// ErrKeepAliveTimeout when no frame comes back within
+	// ConnectionWriteTimeout (the bytes of a long frame still arriving at
+	// 2 KiB/s or more count as one). mplex has no pings and never keeps
+	// alive.
 	DisableKeepAlive bool
 
 	// KeepAliveInterval is how long a session may receive nothing before

@@ -58,6 +58,7 @@ type Session struct {
 	recvBytes  atomic.Uint64 // bytes read, headers included
 	lentBytes  atomic.Uint64 // payload bytes read into lent buffers (lend.go)
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
+	connRead   atomic.Uint64 // bytes read off the conn, counted as each read brings them (the keep-alive's)
 	removals   atomic.Uint64 // streams taken out of streams; changed under mu (lastStream)
 
 	closedCh chan struct{} // closed when the session starts closing
@@ -86,6 +87,7 @@ type Session struct {
 	kaTimer      *time.Timer // keep-alive; nil when disabled
 	kaPending    bool        // the keep-alive ping is unanswered
 	kaSent       time.Time   // when the unanswered keep-alive ping was queued
+	kaRead       uint64      // connRead then
 	closing      bool
 	closeErr     error // why the session ended; set with closing
 
@@ -146,6 +148,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	if client {
 		s.nextID = 1
 	}
+	s.br.got = &s.connRead // bytes in the middle of a long frame are a sign of life too (keepAliveTick)
 	s.budget.limit = int64(s.cfg.MaxSessionWindow)
 	s.env = growthEnv{now: time.Now, path: s.path.estimate, maxWindow: s.cfg.MaxStreamWindow}
 	if s.caps.ping {
@@ -450,10 +453,24 @@ func (s *Session) sendPing(done chan time.Duration) (uint32, error) {
 	return id, nil
 }
 
+// keepAliveMinRate is the pace, in bytes per second, at which the bytes
+// of a frame still arriving keep a session alive while no whole frame
+// comes (keepAliveTick): a slow link carrying one long frame (hashicorp/yamux
+// sends a stream's whole window in one, up to MaxStreamWindow) goes faster;
+// a slowloris peer that trickles a frame a byte at a time does not.
+const keepAliveMinRate = 2 << 10
+
+// keepAliveMinBytes is what must arrive in d at keepAliveMinRate.
+func keepAliveMinBytes(d time.Duration) uint64 {
+	return max(1, uint64(d.Seconds()*keepAliveMinRate))
+}
+
 // keepAliveTick runs on the keep-alive timer, at least once per
-// KeepAliveInterval: it pings a peer from which nothing arrived during the
-// last interval, and closes the session when nothing at all arrived within
-// ConnectionWriteTimeout of that ping. The answer may take a round trip
+// KeepAliveInterval: it pings a peer from which no frame arrived during
+// the last interval, and closes the session when no frame arrived within
+// ConnectionWriteTimeout of that ping, unless the bytes of one kept
+// arriving at keepAliveMinRate or more meanwhile (a long frame on a slow
+// link, which the answer can't overtake). The answer may take a round trip
 // longer than the interval, so the wait is Ping's (as in go-yamux's
 // keep-alive), not one interval; and the timer keeps ticking each interval
 // meanwhile, so that an answer that comes early restarts the cycle at once.
@@ -471,6 +488,15 @@ func (s *Session) keepAliveTick() {
 	}
 	if s.kaPending {
 		waited := time.Since(s.kaSent)
+		if waited >= s.cfg.ConnectionWriteTimeout && s.connRead.Load()-s.kaRead >= keepAliveMinBytes(waited) {
+			// No whole frame came, but its bytes keep coming at a
+			// link's pace: the answer waits behind a long frame.
+			// Ping again once it is read, or an interval passed.
+			s.kaPending = false
+			s.kaTimer.Reset(s.cfg.KeepAliveInterval)
+			s.mu.Unlock()
+			return
+		}
 		if waited >= s.cfg.ConnectionWriteTimeout {
 			s.mu.Unlock()
 			s.shutdown(ErrKeepAliveTimeout, false, 0, false)
@@ -482,6 +508,7 @@ func (s *Session) keepAliveTick() {
 	}
 	s.kaPending = true
 	s.kaSent = time.Now()
+	s.kaRead = s.connRead.Load()
 	s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout))
 	s.mu.Unlock()
 	_, _ = s.sendPing(nil)

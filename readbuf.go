@@ -2,6 +2,7 @@ package braid
 
 import (
 	"io"
+	"sync/atomic"
 	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
@@ -62,6 +63,10 @@ type readBuffer struct {
 	lastBulk time.Time // when a read last brought quietRead or more
 	ended    bool      // a stream ended since the buffer was last drained
 	err      error     // the conn's error, returned once the buffer is consumed
+	// got, when set, counts the bytes every read brings, as they come:
+	// the keep-alive's sign that the peer is alive in the middle of a
+	// frame whose payload takes longer than its wait to arrive.
+	got *atomic.Uint64
 }
 
 func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
@@ -117,10 +122,13 @@ func (b *readBuffer) bulkFlowing() bool {
 	return !b.lastBulk.IsZero() && time.Since(b.lastBulk) <= bulkGrace
 }
 
-// noteRead records a read of n bytes; a large one is timed (one clock
-// read per large read, none per small one).
+// noteRead records a read of n bytes, counted in got; a large one is
+// timed (one clock read per large read, none per small one).
 func (b *readBuffer) noteRead(n int) {
 	b.lastRead = n
+	if n > 0 && b.got != nil {
+		b.got.Add(uint64(n))
+	}
 	if n >= quietRead {
 		b.lastBulk = time.Now()
 	}
