@@ -99,15 +99,22 @@ func buildCells(opts options) []cell {
 		}
 		cells = append(cells, c)
 	}
-	tcp, tls := tcpTransport(), tlsTransport()
-	add(bulkCell(p, tcp))
-	add(bulkCell(p, tls))
-	add(smallCell(p))
-	add(pingCell(p, 0, tcp, 0))
-	add(pingCell(p, p.PingNeighbours, tcp, 0))
-	for _, t := range []transport{tcp, tls} {
-		for _, procs := range pingProcs() {
-			add(pingCell(p, p.PingNeighbours, t, procs))
+	transports := []transport{tcpTransport(), tlsTransport()}
+	for _, t := range transports {
+		for _, procs := range p.LoopProcs {
+			add(bulkCell(p, t, procs))
+		}
+	}
+	for _, t := range transports {
+		for _, procs := range p.LoopProcs {
+			add(smallCell(p, t, procs))
+		}
+	}
+	for _, neighbours := range []int{0, p.PingNeighbours} {
+		for _, t := range transports {
+			for _, procs := range p.LoopProcs {
+				add(pingCell(p, neighbours, t, procs))
+			}
 		}
 	}
 	add(idleCell(p))
@@ -130,10 +137,10 @@ func buildCells(opts options) []cell {
 			}
 		}
 	}
-	for _, t := range []transport{tcp, tls} {
-		for _, size := range p.NotifySizes {
-			for _, n := range p.NotifyCounts {
-				add(notifyCell(n, size, t))
+	for _, t := range transports {
+		for _, r := range p.Notify {
+			for _, procs := range p.LoopProcs {
+				add(notifyCell(r.Count, r.Size, t, procs))
 			}
 		}
 	}
@@ -142,10 +149,6 @@ func buildCells(opts options) []cell {
 	}
 	return selectCells(cells, opts.Only)
 }
-
-// pingProcs are the GOMAXPROCS of the loaded ping-pong rows over TCP and
-// TLS: a muxer's latency beside bulk depends most on how few cores it has.
-func pingProcs() []int { return []int{1, 2} }
 
 // selectCells keeps the cells of the workloads named in only; with no
 // workload named, all.

@@ -51,33 +51,54 @@ func (t transport) name() string {
 	return "tcp"
 }
 
-func bulkCell(p plan, t transport) cell {
+// atProcs names a cell that runs at GOMAXPROCS procs (0: the process's
+// own) in its ID and title.
+func atProcs(id, title string, procs int) (string, string) {
+	if procs > 0 {
+		id += fmt.Sprintf("/p%d", procs)
+		title += fmt.Sprintf(", GOMAXPROCS %d", procs)
+	}
+	return id, title
+}
+
+// bulkCell is one stream's bulk over t at GOMAXPROCS procs: MB/s, and the
+// process's heap allocations per write+read (both ends; issue #12 asks
+// for none of braid's own, and go test asserts it over TCP in
+// TestZeroAllocsBulkWriteRead).
+func bulkCell(p plan, t transport, procs int) cell {
+	id, title := atProcs("bulk"+t.id,
+		fmt.Sprintf("Bulk: one stream, %d MiB in %d KiB writes, %s", p.BulkBytes>>20, slowdown.LoopbackWrite>>10, t.where), procs)
+	writes := float64((p.BulkBytes + slowdown.LoopbackWrite - 1) / slowdown.LoopbackWrite)
 	return cell{
-		ID: "bulk" + t.id, Workload: wBulk, Groups: []string{wBulk},
-		Title:   fmt.Sprintf("Bulk: one stream, %d MiB in %d KiB writes, %s", p.BulkBytes>>20, slowdown.LoopbackWrite>>10, t.where),
+		ID: id, Workload: wBulk, Groups: []string{wBulk},
+		Title:   title,
 		Params:  map[string]string{"bytes": strconv.FormatInt(p.BulkBytes, 10), "write": strconv.Itoa(slowdown.LoopbackWrite), "transport": t.name()},
-		Metrics: []metric{{Key: mMBps, Unit: "MB/s", Higher: true}},
+		Metrics: []metric{{Key: mMBps, Unit: "MB/s", Higher: true}, {Key: mAllocsOp, Unit: "allocs"}},
+		Procs:   procs,
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
 			r, err := slowdown.Bulk(ctx, t.over(e), p.BulkBytes)
 			if err != nil {
 				return nil, err
 			}
-			return sample{mMBps: float64(p.BulkBytes) / r.Time.Seconds() / bytesPerMB}, nil
+			return sample{mMBps: float64(p.BulkBytes) / r.Time.Seconds() / bytesPerMB, mAllocsOp: float64(r.Mallocs) / writes}, nil
 		},
 	}
 }
 
-func smallCell(p plan) cell {
+// smallCell is many streams of small messages over t at GOMAXPROCS procs.
+func smallCell(p plan, t transport, procs int) cell {
 	msgs := float64(p.SmallStreams * p.SmallPerStream)
+	id, title := atProcs("small"+t.id, fmt.Sprintf("Small messages: %d streams x %d messages of %d B at once, %s",
+		p.SmallStreams, p.SmallPerStream, p.SmallSize, t.where), procs)
 	return cell{
-		ID: "small", Workload: wSmall, Groups: []string{wSmall},
-		Title: fmt.Sprintf("Small messages: %d streams x %d messages of %d B at once, loopback TCP",
-			p.SmallStreams, p.SmallPerStream, p.SmallSize),
+		ID: id, Workload: wSmall, Groups: []string{wSmall},
+		Title: title,
 		Params: map[string]string{"streams": strconv.Itoa(p.SmallStreams), "per_stream": strconv.Itoa(p.SmallPerStream),
-			"size": strconv.Itoa(p.SmallSize)},
+			"size": strconv.Itoa(p.SmallSize), "transport": t.name()},
 		Metrics: []metric{{Key: mMsgps, Unit: "msgs/s", Higher: true}, {Key: mWritesMsg, Unit: "writes"}},
+		Procs:   procs,
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
-			r, err := slowdown.SmallMessages(ctx, e.c, p.SmallStreams, p.SmallPerStream, p.SmallSize)
+			r, err := slowdown.SmallMessages(ctx, t.over(e), p.SmallStreams, p.SmallPerStream, p.SmallSize)
 			if err != nil {
 				return nil, err
 			}
@@ -101,12 +122,8 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 		count = fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
 			p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
 	}
-	title := fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (%s)",
-		slowdown.PingPongSize, load, t.where, count)
-	if procs > 0 {
-		id += fmt.Sprintf("/p%d", procs)
-		title += fmt.Sprintf(", GOMAXPROCS %d", procs)
-	}
+	id, title := atProcs(id, fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (%s)",
+		slowdown.PingPongSize, load, t.where, count), procs)
 	metrics := []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}}
 	if neighbours > 0 {
 		metrics = append(metrics, metric{Key: mBulkMBps, Unit: "MB/s", Higher: true})

@@ -13,13 +13,16 @@ import (
 // benchmark "with backpressure" (seed 002): count messages of size bytes
 // sent at once on one stream, the sender held back only by the transport.
 
-func notifyCell(count, size int, t transport) cell {
+func notifyCell(count, size int, t transport, procs int) cell {
+	id, title := atProcs(fmt.Sprintf("notify/%dKiB/%d%s", size>>10, count, t.id),
+		fmt.Sprintf("Notifications with backpressure (Polkadot): %d messages of %d KiB at once on one stream, %s", count, size>>10, t.where), procs)
 	return cell{
-		ID:       fmt.Sprintf("notify/%dKiB/%d%s", size>>10, count, t.id),
+		ID:       id,
 		Workload: wNotify, Groups: []string{wNotify},
-		Title:   fmt.Sprintf("Notifications with backpressure (Polkadot): %d messages of %d KiB at once on one stream, %s", count, size>>10, t.where),
+		Title:   title,
 		Params:  map[string]string{"count": strconv.Itoa(count), "size": strconv.Itoa(size), "transport": t.name()},
 		Metrics: []metric{{Key: mMsgps, Unit: "msgs/s", Higher: true}, {Key: mTimeMsg, Unit: "µs"}},
+		Procs:   procs,
 		Note:    fmt.Sprintf("A sample repeats the run, each on a fresh connection, until the runs took %v.", minNotifySample),
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
 			var total time.Duration

@@ -20,10 +20,16 @@ type plan struct {
 	IdleStreams    int           `json:"idle_streams"`     // streams of the idle-memory run
 	LinkWork       time.Duration `json:"link_work_ns"`     // link time of one slowdown run's payload
 	SlowLinkWork   time.Duration `json:"slow_link_work_ns"`
-	ChunkOps       int           `json:"chunk_ops"`     // chunk-delivery ops per sample at 0 ms
-	NotifyCounts   []int         `json:"notify_counts"` // messages of the notification runs
-	NotifySizes    []int         `json:"notify_sizes"`
-	ChunkCounts    []int         `json:"chunk_counts"`
+	ChunkOps       int           `json:"chunk_ops"` // chunk-delivery ops per sample at 0 ms
+	// Notify are the loopback notification runs (count messages of size
+	// bytes): issue #12's own in the default plan.
+	Notify []slowdown.NotifyRun `json:"notify"`
+	// LoopProcs are the GOMAXPROCS the loopback cells that issue #12
+	// judges run at (bulk, small messages, the ping-pong rows and the
+	// notifications), each over TCP and over TLS: 1 and 2, as the issue
+	// asks, in the default plan; 0 is the process's own.
+	LoopProcs   []int `json:"loop_gomaxprocs"`
+	ChunkCounts []int `json:"chunk_counts"`
 	// The host rows (hostbench): chunks per op, whether the batched
 	// variant runs over the link, the notification runs on loopback (the
 	// issue's own counts in the default plan: at a tenth of them, a run
@@ -47,10 +53,6 @@ const (
 	slowLinkLatency = 30 * time.Millisecond
 )
 
-// publishedNotifyCounts are the message counts of the Polkadot runs; the
-// default plan sends a tenth of each to stay within three minutes.
-func publishedNotifyCounts() []int { return []int{1000, 5000, 10000} }
-
 func defaultPlan() plan {
 	return plan{
 		BulkBytes:           128 << 20,
@@ -64,8 +66,8 @@ func defaultPlan() plan {
 		LinkWork:            60 * time.Millisecond,
 		SlowLinkWork:        400 * time.Millisecond,
 		ChunkOps:            10,
-		NotifyCounts:        scaleCounts(publishedNotifyCounts(), 10),
-		NotifySizes:         []int{notifySmall, notifyLarge},
+		Notify:              slowdown.NotifyTargetRuns(),
+		LoopProcs:           issueProcs(),
 		ChunkCounts:         []int{25, 120},
 		HostChunks:          120,
 		HostBatched:         true,
@@ -84,20 +86,12 @@ func quickPlan() plan {
 	p.LinkWork = 20 * time.Millisecond
 	p.SlowLinkWork = 150 * time.Millisecond
 	p.ChunkOps = 3
-	p.NotifyCounts = scaleCounts(publishedNotifyCounts()[:1], 20)
+	p.Notify = []slowdown.NotifyRun{{Count: 50, Size: notifySmall}}
+	p.LoopProcs = []int{0}
 	p.HostBatched = false
 	p.HostNotify = []slowdown.NotifyRun{{Count: 20, Size: notifySmall}}
 	p.HostNotifyLinkCount = 20
 	return p
-}
-
-// scaleCounts divides each count by div.
-func scaleCounts(counts []int, div int) []int {
-	out := make([]int, len(counts))
-	for i, c := range counts {
-		out[i] = max(c/div, 1)
-	}
-	return out
 }
 
 // Link profiles.

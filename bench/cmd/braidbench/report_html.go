@@ -142,7 +142,7 @@ func buildSections(rep *report) []section {
 			metricChart(shortName(c)+": rate", detail(c), mMsgps, []*cellResult{c}, nil),
 			metricChart(shortName(c)+": conn writes per message", "the same runs", mWritesMsg, []*cellResult{c}, nil))
 	}
-	add(section{id: "throughput", title: "Throughput over loopback TCP", charts: loop})
+	add(section{id: "throughput", title: "Throughput over loopback TCP and TLS 1.3", charts: loop})
 
 	var rtt []chart
 	for _, c := range byWorkload(wPing) {
@@ -173,22 +173,46 @@ func buildSections(rep *report) []section {
 		metricChart("Time per op, 200 ms one way", slow, mTimeOp, filter(chunks, lat(chunkLatency.String())), short),
 	}})
 
+	// The TCP and the TLS cells share the chart: a group names its
+	// transport.
+	notifyWhere := func(c *cellResult) string {
+		l := notifyLabel(c)
+		if isTLS(c) {
+			l += ", TLS"
+		}
+		if c.Procs > 0 {
+			l += fmt.Sprintf(", P=%d", c.Procs)
+		}
+		return l
+	}
 	add(section{id: "notify", title: "Notifications with backpressure (Polkadot)", charts: []chart{
-		metricChart("Message rate", "count messages of 64 or 256 KiB written at once on one stream, loopback TCP",
-			mMsgps, byWorkload(wNotify), notifyLabel)}})
+		metricChart("Message rate", "count messages of 64 or 256 KiB written at once on one stream, loopback TCP or TLS 1.3 over it",
+			mMsgps, byWorkload(wNotify), notifyWhere)}})
 
 	hostChunks := byWorkload(wHostChunks)
 	hostNotify := byWorkload(wHostNotify)
-	notifyWhere := func(c *cellResult) string { return notifyLabel(c) + ", " + c.Params["link"] }
+	hostNotifyWhere := func(c *cellResult) string { return notifyLabel(c) + ", " + c.Params["link"] }
 	add(section{id: "hosts", title: "Between two go-libp2p hosts (TCP + noise): libp2pmux vs stock yamux",
 		note: "The seed scenarios where their authors ran them: two real go-libp2p hosts in one process, braid's libp2pmux against go-libp2p's default yamux. tcp is a raw TCP connection with the same messages, no libp2p and no noise.",
 		charts: []chart{
 			metricChart("Chunk delivery, time per op, loopback", chunkSub, mTimeOp, filter(hostChunks, lat("0ms")), short),
 			metricChart("Chunk delivery, time per op, 200 ms one way", slow, mTimeOp, filter(hostChunks, lat(chunkLatency.String())), short),
-			metricChart("Notifications, message rate", "count messages written at once on one stream", mMsgps, hostNotify, notifyWhere),
+			metricChart("Notifications, message rate", "count messages written at once on one stream", mMsgps, hostNotify, hostNotifyWhere),
 		}})
 
-	add(section{id: "allocs", title: "Allocations per chunk-delivery op", folded: true, charts: []chart{
+	bulkWhere := func(c *cellResult) string {
+		l := "TCP"
+		if isTLS(c) {
+			l = "TLS"
+		}
+		if c.Procs > 0 {
+			l += fmt.Sprintf(", P=%d", c.Procs)
+		}
+		return l
+	}
+	add(section{id: "allocs", title: "Allocations per bulk write and per chunk-delivery op", folded: true, charts: []chart{
+		metricChart("Allocations per 64 KiB write+read, one-stream bulk", "both ends; over TLS crypto/tls allocates too",
+			mAllocsOp, byWorkload(wBulk), bulkWhere),
 		metricChart("Heap bytes per op, loopback", "both peers, as go test -benchmem counts", mBytesOp, filter(chunks, lat("0ms")), short),
 		metricChart("Allocations per op, loopback", "both peers", mAllocsOp, filter(chunks, lat("0ms")), short),
 		metricChart("Heap bytes per op between two go-libp2p hosts, loopback", "the hostbench process: both hosts", mBytesOp, filter(hostChunks, lat("0ms")), short),

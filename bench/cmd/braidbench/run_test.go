@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/internal/skip"
 	"github.com/libp2p/go-libp2p-testing/race"
 )
@@ -33,7 +34,7 @@ func testOptions(t *testing.T) options {
 	p.LinkWork = 20 * time.Millisecond
 	p.SlowLinkWork = 100 * time.Millisecond
 	p.ChunkOps = 2
-	p.NotifyCounts = []int{20}
+	p.Notify = []slowdown.NotifyRun{{Count: 20, Size: notifySmall}}
 	if race.WithRace() {
 		opts.Links, opts.CPUs = []string{"LAN"}, []int{2}
 		p.BulkBytes = 2 << 20
@@ -42,7 +43,7 @@ func testOptions(t *testing.T) options {
 		p.PingNeighbours = 2
 		p.IdleStreams = 300
 		p.ChunkCounts = []int{25}
-		p.NotifyCounts = []int{5}
+		p.Notify = []slowdown.NotifyRun{{Count: 5, Size: notifySmall}}
 	}
 	return opts
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/braidmux/braid/bench/internal/slowdown"
 )
 
 // The verdict opens the report: for each workload braid's figure, its
@@ -83,14 +85,25 @@ func tieBand(t target) float64 {
 	return 0
 }
 
+// zeroAllocsBound is the most heap allocations per 64 KiB write+read
+// (both ends, over TCP) that count as issue #12's "0 allocs":
+// testing.AllocsPerRun, which go test's TestZeroAllocsBulkWriteRead
+// asserts with, floors the mean, and a run of 2,048 writes keeps the few
+// allocations a run makes once (its goroutine, the drain's buffer) far
+// below half of one per write. Over TLS crypto/tls allocates about two
+// per 64 KiB of its own (raw TLS as much), so those cells show the figure
+// without a target.
+const zeroAllocsBound = 0.5
+
 // defaultTarget holds m to no worse than go-yamux.
 func defaultTarget(m metric) target {
 	return target{metric: m.Key, conds: []condition{{ref: yamuxName, atMost: !m.Higher, factor: 1}}, source: noTarget}
 }
 
-// isTLS tells whether a cell runs over TLS (the writer issue's rows).
+// isTLS tells whether a cell runs over TLS (the writer issue's rows): its
+// "transport" parameter (transport.name) says so, or its ID does.
 func isTLS(c *cellResult) bool {
-	return strings.Contains(strings.ToLower(c.ID), "tls") || c.Params["security"] == "tls" || c.Params["conn"] == "tls"
+	return strings.Contains(strings.ToLower(c.ID), "tls") || c.Params["transport"] == "tls"
 }
 
 // targetsFor returns the targets of cell c: #12 and #15 where they name
@@ -107,7 +120,8 @@ func targetsFor(c *cellResult) []target {
 		if isTLS(c) {
 			return []target{{mMBps, []condition{atLeast(yamuxName, 1.1), atLeast(rawName, 0.9)}, "#12.2 (TLS)"}}
 		}
-		return []target{{mMBps, []condition{atLeast(yamuxName, 1.2)}, "#12.2"}}
+		return []target{{mMBps, []condition{atLeast(yamuxName, 1.2)}, "#12.2"},
+			{mAllocsOp, []condition{{atMost: true, factor: zeroAllocsBound, unit: "allocs"}}, "#12.4"}}
 	case wSmall:
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 10)}, "#12.4"}}
 	case wPing:
@@ -159,6 +173,126 @@ func buildVerdict(rep *report) []verdictRow {
 				r.Workload += ", " + name
 			}
 			rows = append(rows, r)
+		}
+	}
+	return append(rows, missingVerdict(rep)...)
+}
+
+// issueNeed is one workload of issue #12, which asks for its targets at
+// GOMAXPROCS 1 and 2 (issueProcs), over loopback TCP and over TLS 1.3.
+type issueNeed struct {
+	group  string // the -only workload that runs it
+	name   string // the workload in the verdict's words
+	metric string // the metric judged (the first, where there are several)
+	// workload and params (key, value, ...) identify a cell that
+	// measures it.
+	workload string
+	params   []string
+	// tcpOnly: the target is the TCP cells' alone (zeroAllocsBound);
+	// anyCell: one cell at any transport and GOMAXPROCS measures it (the
+	// heap an idle stream holds depends on neither).
+	tcpOnly, anyCell bool
+}
+
+// issueProcs are the GOMAXPROCS issue #12 asks every target at.
+func issueProcs() []int { return []int{1, 2} }
+
+// issueNeeds lists what issue #12 asks braidbench to judge.
+func issueNeeds() []issueNeed {
+	return []issueNeed{
+		{wPing, "Ping-pong beside 10 bulk streams", mP50, wPing, []string{"neighbours", "10"}, false, false},
+		{wBulk, "Bulk, one stream", mMBps, wBulk, []string{"write", fmt.Sprint(slowdown.LoopbackWrite)}, false, false},
+		{wNotify, "Notifications, 2000 x 64 KiB", mMsgps, wNotify, []string{"count", "2000", "size", fmt.Sprint(notifySmall)}, false, false},
+		{wNotify, "Notifications, 500 x 256 KiB", mMsgps, wNotify, []string{"count", "500", "size", fmt.Sprint(notifyLarge)}, false, false},
+		{wSmall, "100 streams x 64 B messages", mMsgps, wSmall, []string{"streams", "100", "size", "64"}, false, false},
+		{wPing, "Ping-pong, idle", mP50, wPing, []string{"neighbours", "0"}, false, false},
+		{wBulk, "Allocations per 64 KiB write+read", mAllocsOp, wBulk, []string{"write", fmt.Sprint(slowdown.LoopbackWrite)}, true, false},
+		{wIdle, "Heap per idle stream", mHeap, wIdle, nil, false, true},
+	}
+}
+
+// measures tells whether c is a cell of n, at whatever transport and
+// GOMAXPROCS.
+func (n issueNeed) measures(c *cellResult) bool {
+	if c.Workload != n.workload {
+		return false
+	}
+	for i := 0; i+1 < len(n.params); i += 2 {
+		if c.Params[n.params[i]] != n.params[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
+// target is n's target over TLS or not, in words, and its source: what
+// targetsFor holds a cell of n to.
+func (n issueNeed) target(tls bool) (string, string) {
+	c := &cellResult{cell: cell{ID: n.workload, Workload: n.workload, Params: map[string]string{},
+		Metrics: []metric{{Key: n.metric}}}}
+	for i := 0; i+1 < len(n.params); i += 2 {
+		c.Params[n.params[i]] = n.params[i+1]
+	}
+	if tls {
+		c.ID += "/tls"
+	}
+	// The target of n's metric: the others of its cells (the loaded
+	// ping's p99 and bulk beside it, the bulk cells' allocations) have
+	// rows of their own once measured, and a line per missing cell stays
+	// short.
+	i := slices.IndexFunc(targetsFor(c), func(t target) bool { return t.metric == n.metric })
+	t := targetsFor(c)[max(i, 0)]
+	return describeTarget(t.conds, metric{Key: t.metric}), t.source
+}
+
+// cellProcs is the GOMAXPROCS c ran at: its own, or the process's.
+func cellProcs(rep *report, c *cellResult) int {
+	if c.Procs > 0 {
+		return c.Procs
+	}
+	return rep.Machine.GOMAXPROCS
+}
+
+// missingVerdict is a "not measured" row for each of issue #12's targets,
+// transports and GOMAXPROCS that no cell of rep measured, among the
+// workloads rep's run selected: without them a run that measured a part
+// of the issue would read as the whole issue judged.
+func missingVerdict(rep *report) []verdictRow {
+	var rows []verdictRow
+	for _, n := range issueNeeds() {
+		if len(selectCells([]cell{{Groups: []string{n.group}}}, rep.Options.Only)) == 0 {
+			continue
+		}
+		if n.anyCell {
+			if !slices.ContainsFunc(rep.Cells, func(c cellResult) bool { return n.measures(&c) }) {
+				target, source := n.target(false)
+				rows = append(rows, verdictRow{Workload: n.name, Metric: n.metric, Braid: "-",
+					Target: target, Source: source, Status: statusUnmeasured, Detail: "this run did not measure it"})
+			}
+			continue
+		}
+		for _, tls := range []bool{false, true} {
+			if tls && n.tcpOnly {
+				continue
+			}
+			for _, p := range issueProcs() {
+				found := false
+				for i := range rep.Cells {
+					c := &rep.Cells[i]
+					found = found || (n.measures(c) && isTLS(c) == tls && cellProcs(rep, c) == p)
+				}
+				if found {
+					continue
+				}
+				name := n.name
+				if tls {
+					name += ", TLS"
+				}
+				detail := "this run did not measure it" // the row's name says where
+				target, source := n.target(tls)
+				rows = append(rows, verdictRow{Workload: fmt.Sprintf("%s, P=%d", name, p), Metric: n.metric, Braid: "-",
+					Target: target, Source: source, Status: statusUnmeasured, Detail: detail})
+			}
 		}
 	}
 	return rows
@@ -423,8 +557,9 @@ func shortName(c *cellResult) string {
 	if isTLS(c) && !strings.Contains(s, "TLS") {
 		s += ", TLS"
 	}
-	if c.Workload == wPing && c.Procs > 0 {
-		// The loaded rows run at each GOMAXPROCS; without it they read alike.
+	if c.Procs > 0 {
+		// Cells of a workload that run at each GOMAXPROCS read alike
+		// without it.
 		s += fmt.Sprintf(", P=%d", c.Procs)
 	}
 	return s

@@ -127,6 +127,10 @@ func (p *Pair) OpenPair(ctx context.Context) (client, server contenders.Stream, 
 type LoopResult struct {
 	Time   time.Duration
 	Writes uint64 // conn writes of the client session during the run
+	// Mallocs is the heap allocations the whole process made during the
+	// run (both ends, and the run's own goroutines, which make none):
+	// set by Bulk only.
+	Mallocs uint64
 }
 
 // Bulk sends total bytes on one stream of c over loopback TCP in
@@ -145,6 +149,8 @@ func Bulk(ctx context.Context, c contenders.Contender, total int64) (LoopResult,
 	buf := make([]byte, LoopbackWrite)
 	done := make(chan error, 1)
 	w0 := p.Client.Writes()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	go drain(ss, total, done)
 	for left := total; left > 0; left -= int64(len(buf)) {
@@ -155,7 +161,9 @@ func Bulk(ctx context.Context, c contenders.Contender, total int64) (LoopResult,
 	if err := <-done; err != nil {
 		return LoopResult{}, ctxErr(ctx, err)
 	}
-	return LoopResult{Time: time.Since(start), Writes: p.Client.Writes() - w0}, nil
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	return LoopResult{Time: elapsed, Writes: p.Client.Writes() - w0, Mallocs: m1.Mallocs - m0.Mallocs}, nil
 }
 
 // SmallMessages has each of streams streams of c write perStream messages
