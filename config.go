@@ -56,9 +56,11 @@ const (
 	// DefaultMaxStreamWindow bounds the receive window auto-tuning grows
 	// to (go-yamux: 16 MiB).
 	DefaultMaxStreamWindow = 16 * 1024 * 1024
-	// DefaultMaxBatchBytes bounds one coalesced write. 64 KiB is the size
-	// of a TCP segment offload and of most TLS/noise record budgets, so a
-	// batch rarely ends up split by the layers below.
+	// DefaultMaxBatchBytes bounds one coalesced write: 64 KiB, the most
+	// the kernel hands TCP segmentation offload at once (and loopback's
+	// MTU), and four full 16 KiB TLS records. A layer below may still
+	// split it: TLS writes it as four records, noise (at most 65,535
+	// bytes a message) as two messages.
 	DefaultMaxBatchBytes = 64 * 1024
 	// DefaultMaxSessionWindow bounds the receive windows of all of a
 	// session's streams together, beyond the initial 256 KiB each: four
@@ -148,8 +150,10 @@ type Config struct {
 	// MaxBatchBytes bounds the bytes of one coalesced write, and the
 	// payload of one data frame; while one stream alone sends on a conn
 	// fast enough to write more in 100 µs, its frames may carry up to
-	// four times as much, in one write. Between 4 KiB and 16 MiB; 0
-	// means DefaultMaxBatchBytes (64 KiB).
+	// four times as much, in one write. No data frame carries more than
+	// 1 MiB whatever this is (the largest rust-yamux accepts, and
+	// MplexMaxMessage). Between 4 KiB and 16 MiB; 0 means
+	// DefaultMaxBatchBytes (64 KiB).
 	MaxBatchBytes int
 
 	// MaxIncomingStreams bounds the streams the peer may have open towards

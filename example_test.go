@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"time"
 
 	"github.com/braidmux/braid"
 )
@@ -170,4 +172,68 @@ func ExampleStream_CloseWrite() {
 	// write after CloseWrite: true
 	// server read "ping", err <nil>
 	// client read "pong", err <nil>
+}
+
+// A session closed with a go-away code ends the peer's session with a
+// *GoAwayError carrying the code. The streams it cuts fail with an error
+// that matches ErrStreamReset and ErrSessionClosed, never io.EOF, so
+// truncated data can't pass for a complete stream.
+func ExampleGoAwayError() {
+	c1, c2 := net.Pipe()
+	client, _ := braid.Client(c1, nil)
+	server, _ := braid.Server(c2, nil)
+	defer client.Close()
+
+	st, _ := client.OpenStream(context.Background())
+	peer, _ := server.AcceptStream()
+	server.CloseWithError(42)
+
+	_, err := io.ReadAll(st)
+	var ga *braid.GoAwayError
+	if errors.As(err, &ga) {
+		fmt.Println("client: code", ga.ErrorCode, "remote", ga.Remote)
+	}
+	fmt.Println("reset:", errors.Is(err, braid.ErrStreamReset),
+		"session closed:", errors.Is(err, braid.ErrSessionClosed),
+		"EOF:", errors.Is(err, io.EOF))
+
+	_, err = peer.Write([]byte("late"))
+	if errors.As(err, &ga) {
+		fmt.Println("server: code", ga.ErrorCode, "remote", ga.Remote)
+	}
+	_, err = client.OpenStream(context.Background())
+	fmt.Println("open after the go-away:", errors.Is(err, braid.ErrSessionClosed))
+	// Output:
+	// client: code 42 remote true
+	// reset: true session closed: true EOF: false
+	// server: code 42 remote false
+	// open after the go-away: true
+}
+
+// A deadline wakes a Read that is waiting, and later calls, with
+// os.ErrDeadlineExceeded (a net.Error whose Timeout is true), as on any
+// net.Conn; the stream stays usable once the deadline is moved.
+func ExampleStream_SetReadDeadline() {
+	c1, c2 := net.Pipe()
+	client, _ := braid.Client(c1, nil)
+	server, _ := braid.Server(c2, nil)
+	defer client.Close()
+	defer server.Close()
+
+	st, _ := client.OpenStream(context.Background())
+	peer, _ := server.AcceptStream()
+
+	st.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := st.Read(make([]byte, 10)) // nothing comes
+	var ne net.Error
+	fmt.Println("deadline:", errors.Is(err, os.ErrDeadlineExceeded), "timeout:", errors.As(err, &ne) && ne.Timeout())
+
+	st.SetReadDeadline(time.Time{}) // no deadline
+	peer.Write([]byte("hi"))
+	buf := make([]byte, 10)
+	n, err := st.Read(buf)
+	fmt.Printf("read %q, err %v\n", buf[:n], err)
+	// Output:
+	// deadline: true timeout: true
+	// read "hi", err <nil>
 }

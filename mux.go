@@ -181,6 +181,13 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 // nothing). A nil ctx is ErrNilContext. The SYN grants the peer the window
 // the session's path needs (more than the protocol's initial 256 KiB on a
 // long link).
+//
+// OpenStream fails with an error matching ErrSessionClosed once the
+// session is closed, with a *GoAwayError matching ErrRemoteGoAway after
+// the peer's go-away, with ErrLocalGoAway after GoAway, with
+// ErrStreamsExhausted when the stream ids are used up, and with
+// Config.Memory's own error when the memory manager refuses the new
+// stream's initial window.
 func (s *Session) OpenStream(ctx context.Context) (*Stream, error) {
 	if ctx == nil {
 		return nil, ErrNilContext
@@ -393,7 +400,8 @@ func (s *Session) acceptGrant(st *Stream) {
 
 // Ping sends a ping and returns the round-trip time. It gives up after
 // Config.ConnectionWriteTimeout with os.ErrDeadlineExceeded. On mplex,
-// which has no pings, it returns ErrNotSupported.
+// which has no pings, it returns ErrNotSupported; on a session that is
+// closed, or closes while Ping waits, an error matching ErrSessionClosed.
 func (s *Session) Ping() (time.Duration, error) {
 	done := make(chan time.Duration, 1)
 	id, err := s.sendPing(done)
@@ -545,13 +553,16 @@ func (s *Session) GoAway() error {
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
 // ErrSessionClosed. A connection that can close its writing side alone
-// (TCP, Unix, TLS) is closed for writing first, and Close waits a few
-// round trips at most for the peer to close its end, reading and dropping
+// (TCP, Unix, TLS) is closed for writing first, and once the flush is
+// done Close waits for the peer to close its end, reading and dropping
 // what still comes, so that the peer reads the go-away rather than a
-// reset (linger.go). Close waits for the session's goroutines to end and
-// returns all memory reserved from Config.Memory; after it, the session
-// reserves and releases nothing more. It always returns nil, and calling
-// it again (from any goroutine) waits for the first call to finish.
+// reset (linger.go). It waits four round trips at most, but no less than
+// 50 ms (50 ms when no round trip was measured) and no more than a
+// second, so Close takes about two seconds at most. Close waits for the
+// session's goroutines to end and returns all memory reserved from
+// Config.Memory; after it, the session reserves and releases nothing
+// more. It always returns nil, and calling it again (from any goroutine)
+// waits for the first call to finish.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil

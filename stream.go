@@ -355,19 +355,21 @@ func (s *Stream) sendWindowUpdate(h header) {
 
 // Write writes b to the stream and returns once braid no longer needs b:
 // the caller may reuse it at once. It blocks while the peer's receive
-// window is exhausted. b is sent in frames of at most Config.MaxBatchBytes
-// (and of what the window allows; more while this stream alone sends on a
-// fast conn); a frame of 16 KiB or more is written to the connection from
-// b itself (with writev where the connection supports it), not copied, and
-// Write waits for that write, which it makes itself on a TCP or Unix conn
-// while no other frame is queued; smaller frames are copied, and Write
-// waits only for room in the stream's send queue, or writes the frame
-// itself when the session's writer has nothing to write and the session
-// received a frame since its last write (a request-response exchange),
-// unless the write deadline comes before the connection's write timeout
-// would end a blocked write (that write could outlast the deadline).
-// Stats.InlineWrites counts the writes a Write made itself. A zero-length
-// b writes nothing.
+// window is exhausted. A zero-length b writes nothing.
+//
+// b is sent in frames of at most Config.MaxBatchBytes and what the window
+// allows (up to four times MaxBatchBytes while this stream alone sends on
+// a fast conn). A frame of 16 KiB or more is written to the connection
+// from b itself (with writev where the connection supports it), not
+// copied, and Write waits for that write; on a TCP or Unix conn with no
+// other frame queued, Write makes that write itself. A smaller frame is
+// copied, and Write waits only for room in the stream's send queue; when
+// the session's writer has nothing to write and the session received a
+// frame since its last write (a request-response exchange), Write writes
+// the frame itself, unless the write deadline comes before the
+// connection's write timeout would end a blocked write (such a write
+// could outlast the deadline). Stats.InlineWrites counts the writes a
+// Write made itself.
 //
 // Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError
 // after a reset, an error matching ErrStreamReset when the session died,

@@ -66,7 +66,18 @@
 // # Reaching braid
 //
 // The network.MuxedConn returned by NewConn unwraps to the *braid.Session
-// with its As method, and streams unwrap to the *braid.Stream the same way,
-// for statistics (Session.Stats, Session.RTT) and the like. Don't close or
-// reset them behind go-libp2p's back.
+// with its As method, and so does a host's network.Conn, whose As asks
+// the MuxedConn (see Example_session). A network.MuxedStream of that
+// MuxedConn unwraps to its *braid.Stream with an As method that the
+// interface does not declare, so reach it with an interface assertion:
+//
+//	var bs *braid.Stream
+//	if a, ok := muxedStream.(interface{ As(any) bool }); ok && a.As(&bs) {
+//		// use bs
+//	}
+//
+// A host's network.Stream (from host.NewStream or a stream handler) does
+// not unwrap: go-libp2p's stream types have no As method (v0.52.0). Use
+// what you reach for statistics (Session.Stats, Session.RTT) and the like;
+// don't close or reset it behind go-libp2p's back.
 package libp2pmux

@@ -3,6 +3,7 @@ package slowconn_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/braidmux/braid/slowconn"
@@ -36,4 +37,26 @@ func ExamplePipe() {
 	// goodput: 12.167 MB/s
 	// ideal time: 87ms
 	// no faster than ideal: true
+}
+
+// ExampleWrap shapes the sending side of a real conn: bytes written to the
+// wrapped end reach the peer after the link's latency. Wrap each end of a
+// pair to shape both directions.
+func ExampleWrap() {
+	c1, c2 := net.Pipe() // a TCP conn from net.Dial works the same way
+	link := slowconn.Link{Latency: 20 * time.Millisecond}
+	slow := slowconn.Wrap(c1, link)
+	defer c2.Close()
+
+	start := time.Now()
+	go func() {
+		slow.Write([]byte("hello"))
+		slow.Close() // delivers what was written, then closes c1
+	}()
+	got, _ := io.ReadAll(c2)
+	fmt.Printf("received %q\n", got)
+	fmt.Println("after the latency:", time.Since(start) >= link.Latency)
+	// Output:
+	// received "hello"
+	// after the latency: true
 }

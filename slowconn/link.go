@@ -121,8 +121,9 @@ func (l Link) sendBuffer() int {
 }
 
 // Validate reports the first field of l that makes no sense: a negative
-// Bandwidth, Latency, Jitter or SendBuffer, an MTU above 1 MiB or without
-// room for a byte of payload after the overhead, or a Loss outside [0, 1].
+// Bandwidth, Latency, Jitter or SendBuffer, a negative MTU, an MTU above
+// 1 MiB or without room for a byte of payload after the overhead, or a
+// Loss outside [0, 1].
 // Pipe and Wrap panic with this error, so check a Link built from input
 // first.
 func (l Link) Validate() error {

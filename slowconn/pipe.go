@@ -13,9 +13,13 @@ import (
 // Both ends implement the full net.Conn contract (deadlines, partial
 // reads, io.EOF after the peer closes and its data has arrived) and, like
 // *net.TCPConn, a CloseWrite() error method that sends EOF but keeps
-// reading. A Pipe runs no goroutines. It panics if l is invalid (a negative
-// field, Loss outside [0, 1], or an MTU without room for payload; see
+// reading. A Pipe runs no goroutines. It panics if l is invalid (see
 // Link.Validate).
+//
+// As with a TCP conn, errors other than io.EOF are *net.OpErrors: they
+// match os.ErrDeadlineExceeded when a deadline passes, net.ErrClosed once
+// this end is closed, and io.ErrClosedPipe for a Write after this end's
+// CloseWrite or after the peer's Close (which discards what still comes).
 func Pipe(l Link) (net.Conn, net.Conn) {
 	l.mustValidate()
 	ab, ba := newHalf(l, 0), newHalf(l, 1)
