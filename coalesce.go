@@ -777,6 +777,13 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		return
 	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, w.loneScale(lone))
+	// The least room the next frames can use, for needMarker: a lone
+	// stream's whole frame goes with any room, a cut needs minRefCut
+	// (scheduler.refFits).
+	w.bound.minRefRoom = 1
+	if !lone {
+		w.bound.minRefRoom = minRefCut + headerSize
+	}
 	if w.busyReadLoop() && w.sched.refQueued() {
 		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
 	}

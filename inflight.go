@@ -245,6 +245,11 @@ type inflight struct {
 	timer     *time.Timer
 	timerAck  uint64 // acked when the timer was armed
 	timerRecv uint64 // the frames received from the peer when it was armed
+	// minRefRoom is the least room by-reference frames can use: 1 while
+	// a lone stream's whole frame goes with any room, minRefCut and a
+	// header while several streams' frames are cut at the room
+	// (scheduler.refFits). Set with the budget (writer.sizeBudgetLocked).
+	minRefRoom int
 }
 
 // room returns how many bytes of stream data the next batch may take; a
@@ -318,9 +323,20 @@ func (f *inflight) needMarker() bool {
 		// are in flight with no marker out. If they fill a budget that
 		// shrank meanwhile (another stream joined a lone one), only a
 		// new marker can free it.
-		return len(f.markers) == 0 && f.acked < f.sent && f.refRoom() == 0
+		return len(f.markers) == 0 && f.acked < f.sent && f.refHeld()
 	}
-	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refRoom() == 0
+	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refHeld()
+}
+
+// refHeld tells whether the bound holds by-reference frames back: the
+// room left is less than they can use (minRefRoom). Not only a room of 0:
+// while frames are cut at the room, a room under a cut takes nothing
+// either, and with no marker out to free it the writer waited for the
+// marker timeout, which then switched the bound off for the session
+// (TestWriterMarksWhenRoomTooSmallToCut). mu held.
+func (f *inflight) refHeld() bool {
+	r := f.refRoom()
+	return r >= 0 && r < max(1, f.minRefRoom)
 }
 
 // markerEvery is how many bytes sent a marker follows: the budget's

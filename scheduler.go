@@ -184,8 +184,12 @@ func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 		sc.queued += len(payload)
 		return
 	}
-	s.q.push(sc.codec, h, payload)
-	sc.queued += headerSize + len(payload)
+	// The frame's real size, not headerSize and the payload: take
+	// subtracts what it copies, and an mplex header is shorter, so
+	// counting headerSize made queued grow by the difference with every
+	// frame, for the session's life (CoalesceDelay's wait, which looks at
+	// queued, then stopped: TestMplexQueuedBytesBalance).
+	sc.queued += s.q.push(sc.codec, h, payload)
 }
 
 // mergeSmallFrames: small copied writes queued behind others join their

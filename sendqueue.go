@@ -122,11 +122,16 @@ func (q *sendQueue) pending() int { return len(q.buf) - q.head }
 func (q *sendQueue) empty() bool { return q.pending() == 0 && !q.hasRef }
 
 // push appends one copied frame: the codec's header for h, then payload.
-func (q *sendQueue) push(c codec, h header, payload []byte) {
+// It returns the frame's size: the header's is the codec's (mplex's
+// uvarints are shorter than headerSize), and scheduler.queued must count
+// what take will subtract.
+func (q *sendQueue) push(c codec, h header, payload []byte) int {
 	q.grow(headerSize + len(payload))
+	start := len(q.buf)
 	q.buf = c.appendHeader(q.buf, h)
 	q.buf = append(q.buf, payload...)
 	q.ends = append(q.ends, uint32(len(q.buf)))
+	return len(q.buf) - start
 }
 
 // extend appends payload to the last queued frame instead of queueing a
