@@ -628,7 +628,7 @@ func (w *writer) complete(d time.Duration, err error) {
 	}
 	idle := len(w.ctrl) == 0 && !w.sched.busy()
 	w.mu.Unlock()
-	if idle && b.size >= w.maxBatch/2 {
+	if idle && b.size >= w.maxBatch/fullBatchDivisor {
 		// A full batch and nothing queued behind it: the writer would
 		// park now, and the goroutines it just woke (a Write whose
 		// frame it finished, a reader waiting for a window update)
@@ -639,13 +639,27 @@ func (w *writer) complete(d time.Duration, err error) {
 		// session 4, docs/design.md, "The writer", rule 8).
 		runtime.Gosched()
 	}
-	if cap(w.flat) > 4*w.maxBatch {
+	if cap(w.flat) > keptBatchBufs*w.maxBatch {
 		w.flat = slices.Clone(w.flat) // don't keep a rare huge batch's buffer
 	}
-	if cap(b.data) > 4*w.maxBatch {
+	if cap(b.data) > keptBatchBufs*w.maxBatch {
 		b.data = nil
 	}
 }
+
+const (
+	// fullBatchDivisor: a batch of at least maxBatch/fullBatchDivisor
+	// bytes counts as full for complete's yield: a bulk Write's frame
+	// fills one even when a window or the bound cut it short, and a
+	// lone small message, whose writer has nothing to gain by yielding,
+	// does not.
+	fullBatchDivisor = 2
+	// keptBatchBufs bounds, in batches, the buffers complete keeps for
+	// the next batch: a lone stream's frames reach loneParallelScale
+	// (four) batches, and a buffer grown past that by a rare huge batch
+	// is dropped rather than held for the session's life.
+	keptBatchBufs = loneParallelScale
+)
 
 // recordSize is the plaintext of a full TLS record (and of a noise
 // message, near enough): the unit a conn without writev encrypts and
