@@ -355,7 +355,9 @@ func (s *Stream) sendWindowUpdate(h header) {
 
 // Write writes b to the stream and returns once braid no longer needs b:
 // the caller may reuse it at once. It blocks while the peer's receive
-// window is exhausted. A zero-length b writes nothing.
+// window is exhausted. A zero-length b writes nothing; it returns the
+// error a Write would fail with at once (a closed or reset stream, an
+// ended session, a past write deadline), else nil.
 //
 // b is sent in frames of at most Config.MaxBatchBytes and what the window
 // allows (up to four times MaxBatchBytes while this stream alone sends on
@@ -377,6 +379,11 @@ func (s *Stream) sendWindowUpdate(h header) {
 // reports with an error are queued and will still be sent, unless the
 // stream is reset or the session dies.
 func (s *Stream) Write(b []byte) (int, error) {
+	if len(b) == 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return 0, s.writeCheckLocked()
+	}
 	w := s.session.w
 	if n := len(b); n > 0 && n <= w.smallMax && !s.writeDeadline.expired() {
 		if ok, err := w.sendSmall(&s.send, s.id, b); ok {
@@ -441,14 +448,10 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		switch {
-		case s.writeState == halfClosed || s.writeState == halfLocal:
-			return 0, 0, ErrStreamClosed
-		case s.writeState == halfReset:
-			return 0, 0, s.writeErr
-		case s.writeDeadline.expired():
-			return 0, 0, os.ErrDeadlineExceeded
-		case !flowControl:
+		if err := s.writeCheckLocked(); err != nil {
+			return 0, 0, err
+		}
+		if !flowControl {
 			return min(want, quantum), s.takeFlagsLocked(), nil
 		}
 		// The wait channel is made before the credit is looked at: a
@@ -464,6 +467,21 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 		}
 		s.mu.Lock()
 	}
+}
+
+// writeCheckLocked returns the error a Write fails with at once: the
+// write side closed, reset (by either side, or the session's end), or the
+// write deadline past; nil while the stream may send. mu held.
+func (s *Stream) writeCheckLocked() error {
+	switch {
+	case s.writeState == halfClosed || s.writeState == halfLocal:
+		return ErrStreamClosed
+	case s.writeState == halfReset:
+		return s.writeErr
+	case s.writeDeadline.expired():
+		return os.ErrDeadlineExceeded
+	}
+	return nil
 }
 
 // maxRefWrite bounds the bytes one by-reference write hands the writer

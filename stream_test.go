@@ -765,3 +765,39 @@ func TestWriteDeadlineAfterRemoval(t *testing.T) {
 		t.Fatalf("Write still blocked %v after its %v deadline; once the conn let it through: %v", 10*deadline, deadline, <-werr)
 	}
 }
+
+// TestZeroLengthWriteReportsState: a zero-length Write writes nothing and
+// returns the error a Write would fail with at once: nil on an open
+// stream, os.ErrDeadlineExceeded past the write deadline, ErrStreamClosed
+// after CloseWrite, a reset after Reset, as a net.Conn's zero-length Write
+// fails after Close and past its deadline.
+func TestZeroLengthWriteReportsState(t *testing.T) {
+	client, server := sessionPair(t, nil)
+	open := func() *Stream {
+		st, err := client.OpenStream(context.Background())
+		require.NoError(t, err)
+		return st
+	}
+	st := open()
+	n, err := st.Write(nil)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	require.NoError(t, st.SetWriteDeadline(time.Now().Add(-time.Second)))
+	_, err = st.Write([]byte{})
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, st.SetWriteDeadline(time.Time{}))
+	_, err = st.Write(nil)
+	require.NoError(t, err)
+
+	require.NoError(t, st.CloseWrite())
+	_, err = st.Write(nil)
+	require.ErrorIs(t, err, ErrStreamClosed)
+
+	st = open()
+	require.NoError(t, st.Reset())
+	_, err = st.Write(nil)
+	require.ErrorIs(t, err, ErrStreamReset)
+	require.NotErrorIs(t, err, io.EOF)
+	_ = server
+}
