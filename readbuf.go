@@ -199,15 +199,19 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 		}
 		b.settle()
 		if len(p) >= readBufferSize {
-			n, total, err := b.connReadPast(p, false)
-			b.noteRead(total)
-			if err != nil {
-				b.err = err
-				if n == 0 {
-					return 0, err
+			// Reads with neither bytes nor an error are counted here
+			// too (took): returned as (0, nil), they made the caller,
+			// io.ReadFull, read again for ever on a broken conn.
+			for empty := 0; ; {
+				n, total, err := b.connReadPast(p, false)
+				b.took(total, err, &empty)
+				if n > 0 {
+					return n, nil // an error waits in b.err for the next call
+				}
+				if b.err != nil {
+					return 0, b.err
 				}
 			}
-			return n, nil
 		}
 		if b.big == nil && len(p) > len(b.small) {
 			b.useBig() // a payload larger than the small buffer is coming

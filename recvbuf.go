@@ -42,6 +42,11 @@ const (
 	// a few small messages. It goes back to the pool once read, like
 	// any chunk, so an idle stream holds none.
 	smallChunkSize = 4096
+	// maxKeptChunks is the largest chunk array a drained buffer keeps
+	// for the next messages (recvBuffer.read); a larger one, left by a
+	// backlog, is dropped, so that an idle stream holds no index of
+	// payloads it no longer has.
+	maxKeptChunks = 16
 )
 
 // push appends c, whose base must come from pool.Get; the buffer owns it
@@ -89,7 +94,15 @@ func (b *recvBuffer) read(dst []byte) int {
 	}
 	b.size -= n
 	if b.head == len(b.chunks) {
-		b.chunks, b.head = b.chunks[:0], 0 // reuse the slice: no allocation per message
+		// Reuse a small slice: no allocation per message. A large one,
+		// grown by a backlog of frames (48 bytes a frame, up to a
+		// window's worth), is dropped: kept, it stayed with the drained
+		// stream for the stream's life.
+		if cap(b.chunks) > maxKeptChunks {
+			b.chunks, b.head = nil, 0
+		} else {
+			b.chunks, b.head = b.chunks[:0], 0
+		}
 	}
 	return n
 }
