@@ -214,9 +214,12 @@ type Config struct {
 	// MaxReceiveBuffer bounds the unread bytes of a stream on protocols
 	// without flow control (mplex). A frame that doesn't fit makes the
 	// session push back: it stops reading the connection until the
-	// stream's reader makes room (see MaxReceiveStall). At least 1; 0
-	// means DefaultMaxReceiveBuffer (4 MiB). yamux streams are bounded by
-	// their window instead and ignore it.
+	// stream's reader makes room (see MaxReceiveStall). An empty buffer
+	// takes any one message, so a stream may hold up to
+	// max(MaxReceiveBuffer, MplexMaxMessage) (1 MiB): a smaller bound
+	// would refuse a whole message a peer may send. At least 1; 0 means
+	// DefaultMaxReceiveBuffer (4 MiB). yamux streams are bounded by their
+	// window instead and ignore it.
 	MaxReceiveBuffer int
 
 	// MaxReceiveStall bounds how long the session stops reading the
