@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests of the receive path's review (readbuf.go, lend.go, mux.go's
+// Tests of the receive path (readbuf.go, lend.go, mux.go's
 // readPayload): each one failed before the fix it names.
 
 // emptyReadConn passes reads through until after bytes have been read,

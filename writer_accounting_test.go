@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests from a review of the send side (the writer): each failed on the
+// Tests of the writer's accounting (queued bytes, in-flight room): each failed on the
 // code before the fix named in its comment.
 
 // TestMplexQueuedBytesBalance: the scheduler's count of copied bytes
