@@ -31,8 +31,9 @@ import (
 //	finfirst TAG N     send N pattern bytes and FIN, read to FIN, print "report TAG N SHA256HEX"
 //	waitreset TAG      reply "ready", print "report TAG reset" when the stream is reset ("eof" on FIN)
 //	reset N            send N pattern bytes, then reset the stream
-//	cut N fin|rst      send N pattern bytes, read one line, then end the TCP connection
-//	                   (FIN or RST) with the stream still open
+//	cut N fin|rst      send N pattern bytes, read one line, then, once the bytes were
+//	                   written to the socket, end the TCP connection (FIN or RST)
+//	                   with the stream still open
 //	goaway             close the muxer (go-away, code 0), then the connection
 //	watchgoaway TAG    reply "ready", then once the muxer no longer opens streams print
 //	                   "report TAG refused goaway CODE" when that is for the go-away it read
@@ -42,7 +43,8 @@ import (
 //	                   (braid echoes every stream it accepts), reply "ok N" or "fail ..."
 //
 // Peer processes print "listening HOST:PORT" first when they listen, and
-// "closed ..." when their connection ends; then they exit.
+// "closed ..." when their connection ends ("closed goaway CODE" when it
+// ended with a go-away read from braid, CODE its code); then they exit.
 
 // Bounds on every wait of these tests: the machines are shared and slow, and
 // a Node.js process needs a few hundred milliseconds to start.
@@ -165,10 +167,36 @@ func startExtVia(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config, via
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// Owned here: waits for the process once its stdout ended.
+	exited := make(chan struct{})
+	var waitErr error // written before exited closes
+	go func() {
 		<-readerDone
-		_ = cmd.Wait()
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	sessionStarted := false
+	t.Cleanup(func() {
+		if sessionStarted {
+			// braid's session was closed (the later cleanup ran first), so
+			// the peer's connection ended and the peer exits by itself,
+			// with status 0: any other status (an uncaught exception, a
+			// panic, a failed check) is a failure the checks did not see.
+			select {
+			case <-exited:
+				if waitErr != nil {
+					t.Errorf("%s exited with %v after its connection ended", p.name, waitErr)
+				}
+			case <-time.After(extEventTimeout):
+				t.Errorf("%s still running %v after braid's session closed", p.name, extEventTimeout)
+			}
+		}
+		select {
+		case <-exited:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", p.name, x.stderr.String())
 		}
@@ -218,6 +246,7 @@ func startExtVia(t *testing.T, p extPeer, peerDials bool, cfg *braid.Config, via
 			}()
 		}
 	}()
+	sessionStarted = true
 	t.Cleanup(func() {
 		_ = x.sess.Close()
 		echoes.Wait()

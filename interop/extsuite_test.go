@@ -62,6 +62,7 @@ func runExtSuite(t *testing.T, p extPeer) {
 		if p.yamux() {
 			t.Run("go-away/peer-sends", func(t *testing.T) { extPeerGoAway(t, startExt(t, p, peerDials)) })
 			t.Run("go-away/braid-sends", func(t *testing.T) { extBraidGoAway(t, startExt(t, p, peerDials)) })
+			t.Run("go-away/braid-closes", func(t *testing.T) { extBraidCloses(t, startExt(t, p, peerDials)) })
 		}
 	})
 }
@@ -311,9 +312,13 @@ func extPeerPingsOnItsOwn(t *testing.T, p extPeer, peerDials bool) {
 
 // extCut: the peer sends extCutAfter bytes, then ends the TCP connection
 // (FIN or RST) without ending the stream. After reading all of them
-// (afterRead) or with them still in flight, braid's Read must return the
-// bytes that arrived, in order, and then an error that no errors.Is
-// matches to io.EOF: the stream did not end with the peer's FIN.
+// (afterRead) or with none read before the session ended, braid's Read
+// must return the bytes that arrived, in order, and then an error that no
+// errors.Is matches to io.EOF: the stream did not end with the peer's FIN.
+// A TCP FIN follows every byte the peer sent, so after one all of them
+// arrived (they fit in the stream's window), and braid must return them
+// all from its buffer before the error; a TCP RST may have made the
+// kernel drop some.
 func extCut(t *testing.T, x *extConn, how string, afterRead bool) {
 	var st *braid.Stream
 	if afterRead {
@@ -326,11 +331,19 @@ func extCut(t *testing.T, x *extConn, how string, afterRead bool) {
 		require.NoError(t, err)
 	} else {
 		st = x.command(t, fmt.Sprintf("cut %d %s\ngo", extCutAfter, how))
+		select {
+		case <-x.sess.CloseChan():
+		case <-time.After(extEventTimeout):
+			t.Fatal("the session outlived its connection")
+		}
 	}
 	got, err := readPattern(st)
 	require.LessOrEqual(t, got, extCutAfter)
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "differ from the pattern")
+	if how == "fin" && !afterRead {
+		require.Equal(t, extCutAfter, got, "bytes of the stream read before the cut's error (%v)", err)
+	}
 	require.False(t, errors.Is(err, io.EOF), "a cut stream (%d bytes, no FIN) reads as cleanly ended: %v", got, err)
 	select {
 	case <-x.sess.CloseChan():
@@ -399,4 +412,25 @@ func extBraidGoAway(t *testing.T, x *extConn) {
 	defer cancel()
 	_, err = x.sess.OpenStream(ctx)
 	require.Error(t, err, "OpenStream after our go-away")
+}
+
+// extBraidCloses: braid's Close, with a stream open, must reach the peer as
+// a go-away, code 0 (normal), read before its connection ended (Close
+// sends it on its own path, not GoAway's). The peer's "closed" line says
+// what ended its connection: the go-away frame decoded from the bytes it
+// read (rust), its muxer's go-away state (js), or that none was read.
+func extBraidCloses(t *testing.T, x *extConn) {
+	a := x.command(t, "echo")
+	data := make([]byte, 1000)
+	_, _ = rand.Read(data)
+	_, err := a.Write(data)
+	require.NoError(t, err)
+	back := make([]byte, len(data))
+	_, err = io.ReadFull(a, back)
+	require.NoError(t, err)
+	require.Equal(t, data, back)
+
+	require.NoError(t, x.sess.Close())
+	require.Equal(t, fmt.Sprintf("closed goaway %d", braid.GoAwayNormal), x.event(t, "closed"),
+		"how the peer's connection ended after braid's Close")
 }

@@ -90,7 +90,8 @@ function serve (socket, direction) {
   const ctx = { socket, conn, muxer, watchers: new Set() }
   conn.addEventListener('close', async () => {
     for (const tag of ctx.watchers) out(await goAwayReport(ctx, tag))
-    out('closed')
+    // the go-away read from the remote, if any (yamux; mplex has none)
+    out(ctx.muxer.remoteGoAway === undefined ? 'closed, no go-away read' : `closed goaway ${ctx.muxer.remoteGoAway}`)
     process.exit(0)
   })
   muxer.addEventListener('stream', e => {

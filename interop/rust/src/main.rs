@@ -11,7 +11,7 @@
 
 mod sha256;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write as _;
 use std::net::Shutdown;
 use std::pin::Pin;
@@ -50,6 +50,8 @@ struct Ctx {
     reqs: mpsc::UnboundedSender<Req>,
     /// A duplicate of the connection's socket, to cut it under the muxer.
     raw: std::sync::Arc<std::net::TcpStream>,
+    /// Data bytes written to the socket, by stream (Sniff).
+    sent: Sent,
     /// Tags of watchgoaway commands, reported when the connection ends
     /// (rust-yamux ends the connection on a go-away): as refused only when
     /// the peer's go-away ended it.
@@ -68,6 +70,47 @@ const NO_GO_AWAY: u64 = u64::MAX;
 /// the frames read tell a go-away from a closed socket.
 type GoAwaySeen = Arc<AtomicU64>;
 
+/// The data frame payload bytes written to the socket so far, by stream id:
+/// a stream's write returns once rust-yamux has queued its frames, not once
+/// they left, and `cut` must not end the socket before its bytes did.
+type Sent = Arc<std::sync::Mutex<HashMap<u32, u64>>>;
+
+/// Decodes the yamux frame headers of what is written to the socket, to
+/// count each stream's data payload bytes (into Sent) as they are written.
+struct WriteSniff {
+    hdr: [u8; 12],
+    have: usize,
+    skip: u64,
+    stream: u32,
+    sent: Sent,
+}
+
+impl WriteSniff {
+    fn observe(&mut self, mut p: &[u8]) {
+        while !p.is_empty() {
+            if self.skip > 0 {
+                let n = self.skip.min(p.len() as u64) as usize;
+                self.skip -= n as u64;
+                *self.sent.lock().expect("sent").entry(self.stream).or_default() += n as u64;
+                p = &p[n..];
+                continue;
+            }
+            let n = (12 - self.have).min(p.len());
+            self.hdr[self.have..self.have + n].copy_from_slice(&p[..n]);
+            self.have += n;
+            p = &p[n..];
+            if self.have < 12 {
+                return;
+            }
+            self.have = 0;
+            if self.hdr[1] == 0 {
+                self.stream = u32::from_be_bytes([self.hdr[4], self.hdr[5], self.hdr[6], self.hdr[7]]);
+                self.skip = u64::from(u32::from_be_bytes([self.hdr[8], self.hdr[9], self.hdr[10], self.hdr[11]]));
+            }
+        }
+    }
+}
+
 /// Sniff is the connection's socket, with the yamux frame headers of what
 /// is read from it decoded (12 bytes, big-endian: version, type, flags,
 /// stream id, length; a data frame, type 0, carries `length` bytes of
@@ -81,11 +124,13 @@ struct Sniff<T> {
     skip: u64,
     stopped: bool,
     go_away: GoAwaySeen,
+    written: WriteSniff,
 }
 
 impl<T> Sniff<T> {
-    fn new(inner: T, go_away: GoAwaySeen) -> Self {
-        Sniff { inner, hdr: [0; 12], have: 0, skip: 0, stopped: false, go_away }
+    fn new(inner: T, go_away: GoAwaySeen, sent: Sent) -> Self {
+        let written = WriteSniff { hdr: [0; 12], have: 0, skip: 0, stream: 0, sent };
+        Sniff { inner, hdr: [0; 12], have: 0, skip: 0, stopped: false, go_away, written }
     }
 
     fn observe(&mut self, mut p: &[u8]) {
@@ -134,10 +179,27 @@ impl<T: AsyncRead + Unpin> AsyncRead for Sniff<T> {
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Sniff<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let this = &mut *self;
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            this.written.observe(&buf[..n]);
+        }
+        r
     }
     fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(mut n)) = r {
+            for b in bufs {
+                if n == 0 {
+                    break;
+                }
+                let k = n.min(b.len());
+                this.written.observe(&b[..k]);
+                n -= k;
+            }
+        }
+        r
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
@@ -190,9 +252,10 @@ async fn main() {
     let mut cfg = Config::default();
     cfg.set_max_num_streams(1024);
     let go_away: GoAwaySeen = Arc::new(AtomicU64::new(NO_GO_AWAY));
-    let mut conn = Connection::new(Sniff::new(tcp.compat(), go_away.clone()), cfg, mode);
+    let sent: Sent = Default::default();
+    let mut conn = Connection::new(Sniff::new(tcp.compat(), go_away.clone(), sent.clone()), cfg, mode);
     let (reqs, mut rx) = mpsc::unbounded();
-    let ctx = Ctx { reqs, raw: std::sync::Arc::new(raw.1), watchers: Default::default() };
+    let ctx = Ctx { reqs, raw: std::sync::Arc::new(raw.1), sent, watchers: Default::default() };
 
     let mut opens: VecDeque<oneshot::Sender<Result<Stream, ConnectionError>>> = VecDeque::new();
     let mut closing = false;
@@ -365,9 +428,20 @@ async fn command(ctx: Ctx, mut s: Stream) -> Result<(), String> {
             Ok(())
         }
         "cut" => {
-            send_pattern(&mut s, num(1)?).await.map_err(io)?;
-            // wait for the Go side's go-ahead, which also proves the bytes left
+            let n = num(1)?;
+            send_pattern(&mut s, n).await.map_err(io)?;
+            // wait for the Go side's go-ahead (sent with the command line
+            // when the bytes are to be in flight at the cut)
             let _ = read_line(&mut s).await;
+            // and for every byte to have been written to the socket: a TCP
+            // FIN then follows them all
+            let id = s.id().val();
+            for _ in 0..10_000 {
+                if ctx.sent.lock().expect("sent").get(&id).copied().unwrap_or(0) >= n as u64 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
             if args.get(2) == Some(&"rst") {
                 let _ = socket2::SockRef::from(&*ctx.raw).set_linger(Some(Duration::ZERO));
             } else {
