@@ -85,11 +85,12 @@ func TestEmptyReadsInLargePayloadEndSession(t *testing.T) {
 }
 
 // TestDrainedStreamKeepsNoChunkArray: a stream whose reader lagged behind
-// a window's worth of frames (each payload a chunk of its own) holds no
-// chunk array once it has read them all: an idle stream holds no payload
-// memory, its index included. It kept the array for the stream's life,
-// 48 bytes a frame: 12 KB for a 256 KiB window of 1 KiB frames, 786 KB
-// for a 16 MiB one, on every stream that once had a backlog.
+// a window's worth of small frames (each payload a chunk of its own) keeps
+// no chunk array over maxKeptChunks once it has read them all: an idle
+// stream holds no large index of payloads it no longer has. It kept the
+// array for the stream's life, 48 bytes a frame (here 341 entries; 786 KB
+// for a 16 MiB window of 1 KiB frames), on every stream that once had a
+// backlog.
 func TestDrainedStreamKeepsNoChunkArray(t *testing.T) {
 	p, s := newRawPeer(t, nil, false)
 	p.startReading()

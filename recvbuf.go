@@ -44,9 +44,15 @@ const (
 	smallChunkSize = 4096
 	// maxKeptChunks is the largest chunk array a drained buffer keeps
 	// for the next messages (recvBuffer.read); a larger one, left by a
-	// backlog, is dropped, so that an idle stream holds no index of
-	// payloads it no longer has.
-	maxKeptChunks = 16
+	// backlog of many small frames, is dropped, so that an idle stream
+	// holds no index of payloads it no longer has (48 B a frame: ~786 KB
+	// for a 16 MiB window of 1 KiB frames). 256 is a full default window
+	// of 64 KiB frames (DefaultMaxStreamWindow / DefaultMaxBatchBytes),
+	// 12 KB kept at most: a bulk stream's backlog stays under it, so its
+	// array is not dropped and regrown on every drain (with 16, each
+	// regrowth's allocations came to 0.6-0.9 per 64 KiB write+read in
+	// braidbench's one-stream bulk over TCP).
+	maxKeptChunks = DefaultMaxStreamWindow / DefaultMaxBatchBytes
 )
 
 // push appends c, whose base must come from pool.Get; the buffer owns it
