@@ -75,23 +75,32 @@ type GoAwaySeen = Arc<AtomicU64>;
 /// they left, and `cut` must not end the socket before its bytes did.
 type Sent = Arc<std::sync::Mutex<HashMap<u32, u64>>>;
 
-/// Decodes the yamux frame headers of what is written to the socket, to
-/// count each stream's data payload bytes (into Sent) as they are written.
-struct WriteSniff {
+/// Frames walks the yamux frames of a byte stream given in pieces: each
+/// whole header (12 bytes, big-endian: version, type, flags, stream id,
+/// length; a data frame, type 0, carries `length` bytes of payload, the
+/// others none) and each piece of payload after it. Both sniffers below use
+/// it, one on what is read, one on what is written.
+struct Frames {
     hdr: [u8; 12],
     have: usize,
     skip: u64,
-    stream: u32,
-    sent: Sent,
 }
 
-impl WriteSniff {
-    fn observe(&mut self, mut p: &[u8]) {
+impl Frames {
+    fn new() -> Self {
+        Frames { hdr: [0; 12], have: 0, skip: 0 }
+    }
+
+    /// Feeds p: `header` gets each whole header and returns false to stop
+    /// (then feed returns false and takes nothing more of p); `payload`
+    /// gets the length of each piece of a data frame's payload, which
+    /// belongs to the last header.
+    fn feed(&mut self, mut p: &[u8], mut header: impl FnMut(&[u8; 12]) -> bool, mut payload: impl FnMut(u64)) -> bool {
         while !p.is_empty() {
             if self.skip > 0 {
                 let n = self.skip.min(p.len() as u64) as usize;
                 self.skip -= n as u64;
-                *self.sent.lock().expect("sent").entry(self.stream).or_default() += n as u64;
+                payload(n as u64);
                 p = &p[n..];
                 continue;
             }
@@ -100,28 +109,59 @@ impl WriteSniff {
             self.have += n;
             p = &p[n..];
             if self.have < 12 {
-                return;
+                return true;
             }
             self.have = 0;
+            if !header(&self.hdr) {
+                return false;
+            }
             if self.hdr[1] == 0 {
-                self.stream = u32::from_be_bytes([self.hdr[4], self.hdr[5], self.hdr[6], self.hdr[7]]);
-                self.skip = u64::from(u32::from_be_bytes([self.hdr[8], self.hdr[9], self.hdr[10], self.hdr[11]]));
+                self.skip = u64::from(frame_length(&self.hdr));
             }
         }
+        true
+    }
+}
+
+/// frame_length is a header's length field.
+fn frame_length(hdr: &[u8; 12]) -> u32 {
+    u32::from_be_bytes([hdr[8], hdr[9], hdr[10], hdr[11]])
+}
+
+/// Decodes the yamux frame headers of what is written to the socket, to
+/// count each stream's data payload bytes (into Sent) as they are written.
+struct WriteSniff {
+    frames: Frames,
+    stream: u32,
+    sent: Sent,
+}
+
+impl WriteSniff {
+    fn observe(&mut self, p: &[u8]) {
+        // The payload closure reads the stream the header closure sets.
+        let stream = std::cell::Cell::new(self.stream);
+        let sent = &self.sent;
+        self.frames.feed(
+            p,
+            |hdr| {
+                if hdr[1] == 0 {
+                    stream.set(u32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]));
+                }
+                true
+            },
+            |n| *sent.lock().expect("sent").entry(stream.get()).or_default() += n,
+        );
+        self.stream = stream.get();
     }
 }
 
 /// Sniff is the connection's socket, with the yamux frame headers of what
-/// is read from it decoded (12 bytes, big-endian: version, type, flags,
-/// stream id, length; a data frame, type 0, carries `length` bytes of
-/// payload, the others none), to record the first go-away's code. It stops
-/// at a header of another version than 0, which rust-yamux does not decode
-/// either.
+/// is read from it decoded (Frames), to record the first go-away's code.
+/// It stops at a header of another version than 0, which rust-yamux does
+/// not decode either. What is written is decoded too (WriteSniff).
 struct Sniff<T> {
     inner: T,
-    hdr: [u8; 12],
-    have: usize,
-    skip: u64,
+    frames: Frames,
     stopped: bool,
     go_away: GoAwaySeen,
     written: WriteSniff,
@@ -129,40 +169,30 @@ struct Sniff<T> {
 
 impl<T> Sniff<T> {
     fn new(inner: T, go_away: GoAwaySeen, sent: Sent) -> Self {
-        let written = WriteSniff { hdr: [0; 12], have: 0, skip: 0, stream: 0, sent };
-        Sniff { inner, hdr: [0; 12], have: 0, skip: 0, stopped: false, go_away, written }
+        let written = WriteSniff { frames: Frames::new(), stream: 0, sent };
+        Sniff { inner, frames: Frames::new(), stopped: false, go_away, written }
     }
 
-    fn observe(&mut self, mut p: &[u8]) {
-        while !p.is_empty() && !self.stopped {
-            if self.skip > 0 {
-                let n = self.skip.min(p.len() as u64) as usize;
-                self.skip -= n as u64;
-                p = &p[n..];
-                continue;
-            }
-            let n = (12 - self.have).min(p.len());
-            self.hdr[self.have..self.have + n].copy_from_slice(&p[..n]);
-            self.have += n;
-            p = &p[n..];
-            if self.have < 12 {
-                return;
-            }
-            self.have = 0;
-            if self.hdr[0] != 0 {
-                self.stopped = true;
-                return;
-            }
-            let length = u32::from_be_bytes([self.hdr[8], self.hdr[9], self.hdr[10], self.hdr[11]]);
-            match self.hdr[1] {
-                0 => self.skip = u64::from(length),
-                3 => {
-                    let (none, code) = (NO_GO_AWAY, u64::from(length));
-                    let _ = self.go_away.compare_exchange(none, code, Ordering::SeqCst, Ordering::SeqCst);
-                }
-                _ => {}
-            }
+    fn observe(&mut self, p: &[u8]) {
+        if self.stopped {
+            return;
         }
+        let go_away = &self.go_away;
+        let more = self.frames.feed(
+            p,
+            |hdr| {
+                if hdr[0] != 0 {
+                    return false;
+                }
+                if hdr[1] == 3 {
+                    let (none, code) = (NO_GO_AWAY, u64::from(frame_length(hdr)));
+                    let _ = go_away.compare_exchange(none, code, Ordering::SeqCst, Ordering::SeqCst);
+                }
+                true
+            },
+            |_| {},
+        );
+        self.stopped = !more;
     }
 }
 
