@@ -354,12 +354,10 @@ func extCut(t *testing.T, x *extConn, how string, afterRead bool) {
 	require.Error(t, err)
 }
 
-// extPeerGoAway: with a stream open both ways, the peer closes its muxer
-// (go-away, code 0) and then the connection. A peer that first ends its
-// streams with a FIN (js) leaves them cleanly ended; one that does not
-// (rust) cuts them, and their error must say go-away and match no io.EOF.
-// Either way the session, once ended, must report the peer's go-away.
-func extPeerGoAway(t *testing.T, x *extConn) {
+// echoingStream opens an echo stream and sees 1000 random bytes come back
+// on it: a stream open both ways.
+func (x *extConn) echoingStream(t *testing.T) *braid.Stream {
+	t.Helper()
 	a := x.command(t, "echo")
 	data := make([]byte, 1000)
 	_, _ = rand.Read(data)
@@ -369,9 +367,18 @@ func extPeerGoAway(t *testing.T, x *extConn) {
 	_, err = io.ReadFull(a, back)
 	require.NoError(t, err)
 	require.Equal(t, data, back)
+	return a
+}
 
+// extPeerGoAway: with a stream open both ways, the peer closes its muxer
+// (go-away, code 0) and then the connection. A peer that first ends its
+// streams with a FIN (js) leaves them cleanly ended; one that does not
+// (rust) cuts them, and their error must say go-away and match no io.EOF.
+// Either way the session, once ended, must report the peer's go-away.
+func extPeerGoAway(t *testing.T, x *extConn) {
+	a := x.echoingStream(t)
 	g := x.command(t, "goaway")
-	_, err = io.ReadAll(a)
+	_, err := io.ReadAll(a)
 	if x.peer.finsOnGoAway {
 		require.NoError(t, err, "the peer ended the stream with a FIN before its go-away")
 	} else {
@@ -420,16 +427,7 @@ func extBraidGoAway(t *testing.T, x *extConn) {
 // what ended its connection: the go-away frame decoded from the bytes it
 // read (rust), its muxer's go-away state (js), or that none was read.
 func extBraidCloses(t *testing.T, x *extConn) {
-	a := x.command(t, "echo")
-	data := make([]byte, 1000)
-	_, _ = rand.Read(data)
-	_, err := a.Write(data)
-	require.NoError(t, err)
-	back := make([]byte, len(data))
-	_, err = io.ReadFull(a, back)
-	require.NoError(t, err)
-	require.Equal(t, data, back)
-
+	_ = x.echoingStream(t) // open when Close comes
 	require.NoError(t, x.sess.Close())
 	require.Equal(t, fmt.Sprintf("closed goaway %d", braid.GoAwayNormal), x.event(t, "closed"),
 		"how the peer's connection ended after braid's Close")
