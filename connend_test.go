@@ -131,27 +131,40 @@ var errWriteBroken = errors.New("test: write failed")
 // arrive), Write, AcceptStream, OpenStream, Ping and Session.Err all fail
 // with an error that matches the way's cause and ErrSessionClosed, the
 // stream's also ErrStreamReset, and none matches io.EOF.
-func TestConnectionEndNeverEOF(t *testing.T) {
+func TestConnectionEndNeverEOF(t *testing.T) { forEachConnEnd(t, testConnectionEnd) }
+
+// forEachConnEnd runs test as a subtest for each protocol and each way of
+// connEnds that applies to it.
+func forEachConnEnd(t *testing.T, test func(*testing.T, Protocol, connEnd)) {
 	for _, proto := range []Protocol{Yamux, Mplex} {
 		pname := map[Protocol]string{Yamux: "yamux", Mplex: "mplex"}[proto]
 		for _, ce := range connEnds() {
 			if ce.yamux && proto != Yamux {
 				continue
 			}
-			t.Run(pname+"/"+ce.name, func(t *testing.T) { testConnectionEnd(t, proto, ce) })
+			t.Run(pname+"/"+ce.name, func(t *testing.T) { test(t, proto, ce) })
 		}
 	}
 }
 
-func testConnectionEnd(t *testing.T, proto Protocol, ce connEnd) {
+// connEndSession is a braid server over TCP whose conn a test can end in
+// the ways of connEnds, with one stream the raw peer opened and sent
+// "hello" on, read: the session, its conn (fc), the raw peer and the
+// stream. The peer drains what braid sends (its ACK, pings), counted in
+// read: a socket closed with unread bytes would reset the connection
+// instead of closing it. tweak, if not nil, changes the config after ce's.
+func connEndSession(t *testing.T, proto Protocol, ce connEnd, tweak func(*Config)) (s *Session, fc *failConn, p connEndPeer, st *Stream, read *atomic.Int64) {
 	cfg := DefaultConfig()
 	cfg.Protocol = proto
 	cfg.DisableKeepAlive = true
 	if ce.cfg != nil {
 		ce.cfg(cfg)
 	}
+	if tweak != nil {
+		tweak(cfg)
+	}
 	c1, c2 := tcpPair(t)
-	fc := &failConn{Conn: c2}
+	fc = &failConn{Conn: c2}
 	s, err := Server(fc, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -160,14 +173,12 @@ func testConnectionEnd(t *testing.T, proto Protocol, ce connEnd) {
 		_ = s.Close()
 		_ = c1.Close()
 	})
-	p := connEndPeer{proto: proto, conn: c1}
-	// The peer reads what braid sends (its ACK, pings): a socket closed
-	// with unread bytes would reset the connection instead of closing it.
+	p = connEndPeer{proto: proto, conn: c1}
 	drained := make(chan struct{})
-	var read atomic.Int64
+	read = new(atomic.Int64)
 	go func() {
 		defer close(drained)
-		buf := make([]byte, 4096)
+		buf := make([]byte, 64*1024)
 		for {
 			n, err := c1.Read(buf)
 			read.Add(int64(n))
@@ -176,16 +187,22 @@ func testConnectionEnd(t *testing.T, proto Protocol, ce connEnd) {
 			}
 		}
 	}()
-	defer func() { _ = c1.Close(); <-drained }()
+	// Runs before the cleanup above (cleanups run last first), as a
+	// deferred close at the test's end did.
+	t.Cleanup(func() { _ = c1.Close(); <-drained })
 	if _, err := c1.Write(p.open([]byte("hello"))); err != nil {
 		t.Fatal(err)
 	}
-	st := acceptWithin(t, s)
+	st = acceptWithin(t, s)
 	got := make([]byte, 5)
 	if _, err := io.ReadFull(st, got); err != nil || string(got) != "hello" {
 		t.Fatalf("read %q, %v", got, err)
 	}
+	return s, fc, p, st, read
+}
 
+func testConnectionEnd(t *testing.T, proto Protocol, ce connEnd) {
+	s, fc, p, st, read := connEndSession(t, proto, ce, nil)
 	if proto == Yamux {
 		// braid's first ping (it measures the RTT from the start) and the
 		// stream's ACK must have reached the peer.
@@ -218,7 +235,7 @@ func testConnectionEnd(t *testing.T, proto Protocol, ce connEnd) {
 			}
 		}
 	}
-	_, rerr := st.Read(got) // waits for the end (the deadline bounds it)
+	_, rerr := st.Read(make([]byte, 5)) // waits for the end (the deadline bounds it)
 	if errors.Is(rerr, os.ErrDeadlineExceeded) {
 		t.Fatalf("read: %v: the session did not end", rerr)
 	}

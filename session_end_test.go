@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,63 +18,16 @@ import (
 // AcceptStream and a Ping. Each must return within closeBound of the end
 // with an error matching the way's cause and ErrSessionClosed (a stream's
 // also ErrStreamReset), never io.EOF.
-func TestPendingCallsAtSessionEnd(t *testing.T) {
-	for _, proto := range []Protocol{Yamux, Mplex} {
-		pname := map[Protocol]string{Yamux: "yamux", Mplex: "mplex"}[proto]
-		for _, ce := range connEnds() {
-			if ce.yamux && proto != Yamux {
-				continue
-			}
-			t.Run(pname+"/"+ce.name, func(t *testing.T) { testPendingAtEnd(t, proto, ce) })
-		}
-	}
-}
+func TestPendingCallsAtSessionEnd(t *testing.T) { forEachConnEnd(t, testPendingAtEnd) }
 
 // closeBound is what Close may take: its flush and its linger, each at
 // most a second, and a little.
 const closeBound = closeFlushTimeout + closeLinger + 500*time.Millisecond
 
 func testPendingAtEnd(t *testing.T, proto Protocol, ce connEnd) {
-	cfg := DefaultConfig()
-	cfg.Protocol = proto
-	cfg.DisableKeepAlive = true
-	if ce.cfg != nil {
-		ce.cfg(cfg)
-	}
-	cfg.MaxUnackedStreams = 1
-	c1, c2 := tcpPair(t)
-	fc := &failConn{Conn: c2}
-	s, err := Server(fc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.Close()
-		_ = c1.Close()
-	})
-	p := connEndPeer{proto: proto, conn: c1}
-	drained := make(chan struct{})
-	var read atomic.Int64
-	go func() {
-		defer close(drained)
-		buf := make([]byte, 64*1024)
-		for {
-			n, err := c1.Read(buf)
-			read.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	}()
-	defer func() { _ = c1.Close(); <-drained }()
-	if _, err := c1.Write(p.open([]byte("hello"))); err != nil {
-		t.Fatal(err)
-	}
-	st := acceptWithin(t, s)
-	got := make([]byte, 5)
-	if _, err := io.ReadFull(st, got); err != nil {
-		t.Fatal(err)
-	}
+	// One stream may wait for its ACK: the next OpenStream waits.
+	s, fc, p, st, _ := connEndSession(t, proto, ce, func(c *Config) { c.MaxUnackedStreams = 1 })
+	cfg := s.cfg
 
 	type result struct {
 		what   string
