@@ -230,13 +230,12 @@ func TestAxis(t *testing.T) {
 	}
 }
 
-// TestReportText checks that the terminal output opens with the verdict
-// and that the HTML's charts don't repeat their titles as subtitles or
-// group labels, and label notifications "count x size KiB".
-func TestReportText(t *testing.T) {
-	opts := testOptions(t)
-	rep := &report{Options: opts, Contenders: selectEntries(nil), Complete: true}
-	for _, c := range buildCells(opts) {
+// fillSynthetic gives rep every cell of its options' plan, each
+// applicable contender with one made-up sample (1 + the length of its
+// name, in every metric), and summarizes it: a report with every row and
+// chart, without measuring.
+func fillSynthetic(rep *report) {
+	for _, c := range buildCells(rep.Options) {
 		cr := cellResult{cell: c}
 		for _, e := range rep.Contenders {
 			r := contenderResult{Contender: e.Name}
@@ -255,6 +254,15 @@ func TestReportText(t *testing.T) {
 		rep.Cells = append(rep.Cells, cr)
 	}
 	summarize(rep)
+}
+
+// TestReportText checks that the terminal output opens with the verdict
+// and that the HTML's charts don't repeat their titles as subtitles or
+// group labels, and label notifications "count x size KiB".
+func TestReportText(t *testing.T) {
+	opts := testOptions(t)
+	rep := &report{Options: opts, Contenders: selectEntries(nil), Complete: true}
+	fillSynthetic(rep)
 	var text bytes.Buffer
 	writeText(&text, rep)
 	v := strings.Index(text.String(), "== Verdict")

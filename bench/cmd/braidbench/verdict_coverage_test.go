@@ -152,25 +152,7 @@ func TestVerdictIssueMatrix(t *testing.T) {
 	t.Run("the default plan", func(t *testing.T) {
 		opts := options{Plan: defaultPlan(), Links: []string{"LAN"}, CPUs: []int{1, 2}, Rounds: 1}
 		rep := &report{Machine: machine{GOMAXPROCS: 2}, Options: opts, Contenders: selectEntries(nil)}
-		for _, c := range buildCells(opts) {
-			cr := cellResult{cell: c}
-			for _, e := range rep.Contenders {
-				r := contenderResult{Contender: e.Name}
-				if c.na != nil {
-					r.NotApplicable = c.na(e)
-				}
-				if r.NotApplicable == "" {
-					s := sample{}
-					for _, m := range c.Metrics {
-						s[m.Key] = 1 + float64(len(e.Name))
-					}
-					r.Samples = []sample{s}
-				}
-				cr.Results = append(cr.Results, r)
-			}
-			rep.Cells = append(rep.Cells, cr)
-		}
-		summarize(rep)
+		fillSynthetic(rep)
 		if rows := missingVerdict(rep); len(rows) > 0 {
 			logRows(rows)
 			t.Errorf("the default plan leaves %d of the issue's cells unmeasured", len(rows))
