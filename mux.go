@@ -58,7 +58,6 @@ type Session struct {
 	recvBytes  atomic.Uint64 // bytes read, headers included
 	lentBytes  atomic.Uint64 // payload bytes read into lent buffers (lend.go)
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
-	connRead   atomic.Uint64 // bytes read off the conn, counted as each read brings them (the keep-alive's)
 	removals   atomic.Uint64 // streams taken out of streams; changed under mu (lastStream)
 
 	closedCh chan struct{} // closed when the session starts closing
@@ -87,7 +86,7 @@ type Session struct {
 	kaTimer      *time.Timer // keep-alive; nil when disabled
 	kaPending    bool        // the keep-alive ping is unanswered
 	kaSent       time.Time   // when the unanswered keep-alive ping was queued
-	kaRead       uint64      // connRead then
+	kaRead       uint64      // br.got then: the bytes read off the conn
 	closing      bool
 	closeErr     error // why the session ended; set with closing
 
@@ -148,7 +147,6 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	if client {
 		s.nextID = 1
 	}
-	s.br.got = &s.connRead // bytes in the middle of a long frame are a sign of life too (keepAliveTick)
 	s.budget.limit = int64(s.cfg.MaxSessionWindow)
 	s.env = growthEnv{now: time.Now, path: s.path.estimate, maxWindow: s.cfg.MaxStreamWindow}
 	if s.caps.ping {
@@ -496,7 +494,7 @@ func (s *Session) keepAliveTick() {
 	}
 	if s.kaPending {
 		waited := time.Since(s.kaSent)
-		if waited >= s.cfg.ConnectionWriteTimeout && s.connRead.Load()-s.kaRead >= keepAliveMinBytes(waited) {
+		if waited >= s.cfg.ConnectionWriteTimeout && s.br.got.Load()-s.kaRead >= keepAliveMinBytes(waited) {
 			// No whole frame came, but its bytes keep coming at a
 			// link's pace: the answer waits behind a long frame.
 			// Ping again once it is read, or an interval passed.
@@ -516,7 +514,7 @@ func (s *Session) keepAliveTick() {
 	}
 	s.kaPending = true
 	s.kaSent = time.Now()
-	s.kaRead = s.connRead.Load()
+	s.kaRead = s.br.got.Load()
 	s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout))
 	s.mu.Unlock()
 	_, _ = s.sendPing(nil)

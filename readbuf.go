@@ -63,10 +63,11 @@ type readBuffer struct {
 	lastBulk time.Time // when a read last brought quietRead or more
 	ended    bool      // a stream ended since the buffer was last drained
 	err      error     // the conn's error, returned once the buffer is consumed
-	// got, when set, counts the bytes every read brings, as they come:
-	// the keep-alive's sign that the peer is alive in the middle of a
-	// frame whose payload takes longer than its wait to arrive.
-	got *atomic.Uint64
+	// got counts the bytes every read of the conn brings, as they come;
+	// the read loop adds, anyone may load it: the keep-alive's sign that
+	// the peer is alive in the middle of a frame whose payload takes
+	// longer than its wait to arrive (Session.keepAliveTick).
+	got atomic.Uint64
 }
 
 func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
@@ -126,7 +127,7 @@ func (b *readBuffer) bulkFlowing() bool {
 // timed (one clock read per large read, none per small one).
 func (b *readBuffer) noteRead(n int) {
 	b.lastRead = n
-	if n > 0 && b.got != nil {
+	if n > 0 {
 		b.got.Add(uint64(n))
 	}
 	if n >= quietRead {
