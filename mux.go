@@ -494,16 +494,16 @@ func (s *Session) keepAliveTick() {
 	}
 	if s.kaPending {
 		waited := time.Since(s.kaSent)
-		if waited >= s.cfg.ConnectionWriteTimeout && s.br.got.Load()-s.kaRead >= keepAliveMinBytes(waited) {
-			// No whole frame came, but its bytes keep coming at a
-			// link's pace: the answer waits behind a long frame.
-			// Ping again once it is read, or an interval passed.
-			s.kaPending = false
-			s.kaTimer.Reset(s.cfg.KeepAliveInterval)
-			s.mu.Unlock()
-			return
-		}
 		if waited >= s.cfg.ConnectionWriteTimeout {
+			if s.br.got.Load()-s.kaRead >= keepAliveMinBytes(waited) {
+				// No whole frame came, but its bytes keep coming at a
+				// link's pace: the answer waits behind a long frame.
+				// Ping again once it is read, or an interval passed.
+				s.kaPending = false
+				s.kaTimer.Reset(s.cfg.KeepAliveInterval)
+				s.mu.Unlock()
+				return
+			}
 			s.mu.Unlock()
 			s.shutdown(ErrKeepAliveTimeout, false, 0, false)
 			return
