@@ -175,16 +175,7 @@ func buildSections(rep *report) []section {
 
 	// The TCP and the TLS cells share the chart: a group names its
 	// transport.
-	notifyWhere := func(c *cellResult) string {
-		l := notifyLabel(c)
-		if isTLS(c) {
-			l += ", TLS"
-		}
-		if c.Procs > 0 {
-			l += fmt.Sprintf(", P=%d", c.Procs)
-		}
-		return l
-	}
+	notifyWhere := func(c *cellResult) string { return notifyLabel(c) + whereSuffix(c, true) }
 	add(section{id: "notify", title: "Notifications with backpressure (Polkadot)", charts: []chart{
 		metricChart("Message rate", "count messages of 64 or 256 KiB written at once on one stream, loopback TCP or TLS 1.3 over it",
 			mMsgps, byWorkload(wNotify), notifyWhere)}})
@@ -201,14 +192,10 @@ func buildSections(rep *report) []section {
 		}})
 
 	bulkWhere := func(c *cellResult) string {
-		l := "TCP"
 		if isTLS(c) {
-			l = "TLS"
+			return "TLS" + whereSuffix(c, false)
 		}
-		if c.Procs > 0 {
-			l += fmt.Sprintf(", P=%d", c.Procs)
-		}
-		return l
+		return "TCP" + whereSuffix(c, false)
 	}
 	add(section{id: "allocs", title: "Allocations per bulk write and per chunk-delivery op", folded: true, charts: []chart{
 		metricChart("Allocations per 64 KiB write+read, one-stream bulk", "both ends; over TLS crypto/tls allocates too",

@@ -554,12 +554,22 @@ func shortName(c *cellResult) string {
 	default:
 		s = c.ID
 	}
-	if isTLS(c) && !strings.Contains(s, "TLS") {
+	if strings.Contains(s, "TLS") {
+		return s + whereSuffix(c, false)
+	}
+	return s + whereSuffix(c, true)
+}
+
+// whereSuffix names where cell c ran, for labels of cells that differ
+// only there: ", TLS" over TLS (with tls), and ", P=n" at a GOMAXPROCS of
+// its own (cells of a workload that run at each GOMAXPROCS read alike
+// without it).
+func whereSuffix(c *cellResult, tls bool) string {
+	var s string
+	if tls && isTLS(c) {
 		s += ", TLS"
 	}
 	if c.Procs > 0 {
-		// Cells of a workload that run at each GOMAXPROCS read alike
-		// without it.
 		s += fmt.Sprintf(", P=%d", c.Procs)
 	}
 	return s
