@@ -550,7 +550,8 @@ func (s *Session) GoAway() error {
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed. A connection that can close its writing side alone
+// ErrSessionClosed, its Reads at once (bytes already buffered stay
+// readable), its Writes once the flush is done. A connection that can close its writing side alone
 // (TCP, Unix, TLS) is closed for writing first, and once the flush is
 // done Close waits for the peer to close its end, reading and dropping
 // what still comes, so that the peer reads the go-away rather than a
@@ -694,10 +695,11 @@ func (s *Session) releaseStream(st *Stream) {
 // isIncoming reports whether id belongs to the peer's half of the id space.
 func (s *Session) isIncoming(id uint32) bool { return (id%2 == 1) != s.client }
 
-// shutdown ends the session once: it flushes and sends a go-away if asked,
-// closes the conn, waits for both goroutines (but for the read loop when it
-// is the caller), fails every stream with cause and returns all memory
-// reserved from Config.Memory. A later caller but the read loop waits
+// shutdown ends the session once: it ends every stream's Reads with
+// cause, flushes and sends a go-away if asked, closes the conn, waits for
+// both goroutines (but for the read loop when it is the caller), fails
+// what is left of every stream (its Writes) with cause and returns all
+// memory reserved from Config.Memory. A later caller but the read loop waits
 // until the first is done.
 func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop bool) {
 	s.mu.Lock()
@@ -722,8 +724,17 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 		streams = append(streams, st)
 	}
 	clear(s.streams)
+	s.removals.Add(1) // the read loop's cached stream is out of the table too
 	s.incoming, s.unacked = 0, 0
 	s.mu.Unlock()
+
+	// Reads end now, not after the flush and linger below (up to
+	// closeFlushTimeout + closeLinger): nothing read from here on
+	// reaches the application.
+	streamErr := streamCutError(sessionClosedError(cause))
+	for _, st := range streams {
+		st.sessionEnding(streamErr)
+	}
 
 	if goAway {
 		if s.caps.goAway {
@@ -750,7 +761,6 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 		<-s.readDone
 	}
 
-	streamErr := streamCutError(sessionClosedError(cause))
 	s.stopShrinking()
 	for _, st := range streams {
 		st.sessionEnded(streamErr)

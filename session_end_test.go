@@ -149,3 +149,142 @@ func TestKeepAliveLongFrameOnSlowLink(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseEndsReadsBeforeFlush: a local Close ends the Reads waiting on
+// its streams at once, as a net.Conn's Close does, not after its flush
+// and linger (up to closeFlushTimeout + closeLinger). The raw peer stops
+// reading while braid writes more than the socket buffers hold, so the
+// flush waits for closeFlushTimeout; each Read must have ended while the
+// writer still waits (w.done open). For a Read waiting with nothing
+// coming, and for one whose buffer the read loop is filling (lent, a frame
+// half arrived: the Read asks for a cut), on yamux and mplex.
+func TestCloseEndsReadsBeforeFlush(t *testing.T) {
+	for _, proto := range []Protocol{Yamux, Mplex} {
+		pname := map[Protocol]string{Yamux: "yamux", Mplex: "mplex"}[proto]
+		for _, lent := range []bool{false, true} {
+			name := pname + "/waiting"
+			if lent {
+				name = pname + "/lent-frame-half-arrived"
+			}
+			t.Run(name, func(t *testing.T) { testCloseEndsReads(t, proto, lent) })
+		}
+	}
+}
+
+func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
+	cfg := DefaultConfig()
+	cfg.Protocol = proto
+	cfg.DisableKeepAlive = true
+	c1, c2 := tcpPair(t)
+	defer c1.Close()
+	s, err := Server(c2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := connEndPeer{proto: proto, conn: c1}
+	if _, err := c1.Write(p.open([]byte("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	st := acceptWithin(t, s)
+	if _, err := io.ReadFull(st, make([]byte, len("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	const stuck = 32 << 20 // far more than loopback's socket buffers
+	if proto == Yamux {
+		grant := header{typ: typeWindowUpdate, streamID: 1, length: stuck}.appendTo(nil)
+		if _, err := c1.Write(grant); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type result struct {
+		n   int
+		err error
+	}
+	reads := make(chan result, 1)
+	buf := make([]byte, 64*1024) // at least minLend
+	go func() {
+		n, err := st.Read(buf)
+		reads <- result{n, err}
+	}()
+	waitFor(t, "the Read to wait", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.reading
+	})
+	if lent {
+		const arrived = 1024
+		if _, err := c1.Write(append(p.dataHeader(32*1024), make([]byte, arrived)...)); err != nil {
+			t.Fatal(err)
+		}
+		if s.cutter == nil {
+			t.Fatal("a TCP conn must lend")
+		}
+		waitFor(t, "the read loop to fill the lent buffer", func() bool {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			return st.lend != nil && st.lend.active
+		})
+	}
+	writes := make(chan error, 1)
+	go func() {
+		_, err := st.Write(make([]byte, stuck))
+		writes <- err
+	}()
+	// Once its frames are being written (by the writer, or inline by the
+	// Write itself), the Write can't end: the peer reads none of them.
+	waitFor(t, "the Write's frames to be written", func() bool {
+		s.w.mu.Lock()
+		defer s.w.mu.Unlock()
+		return s.w.inline || s.w.writing || s.w.sched.busy()
+	})
+
+	closed := make(chan struct{})
+	go func() {
+		_ = s.Close()
+		close(closed)
+	}()
+	var r result
+	select {
+	case r = <-reads:
+	case <-closed:
+		t.Fatal("Close returned before the Read did")
+	}
+	if r.err == nil {
+		// The lent buffer came back with the bytes that had arrived:
+		// the next Read returns the end.
+		if !lent || r.n == 0 {
+			t.Fatalf("Read returned %d bytes and no error", r.n)
+		}
+		_, r.err = st.Read(buf)
+	}
+	select {
+	case <-s.w.done:
+		t.Fatal("the Read ended only once the writer was done: after the flush")
+	default:
+	}
+	switch {
+	case r.err == nil:
+		t.Fatal("Read after Close: no error")
+	case errors.Is(r.err, io.EOF):
+		t.Fatalf("Read after Close: %q matches io.EOF", r.err)
+	case !errors.Is(r.err, ErrSessionClosed) || !errors.Is(r.err, ErrStreamReset):
+		t.Fatalf("Read after Close: %q does not match ErrSessionClosed and ErrStreamReset", r.err)
+	}
+	<-closed
+	if err := errWithin(t, writes, "the stuck Write"); err == nil {
+		t.Fatal("a Write the peer never read returned no error")
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -899,20 +899,39 @@ func (s *Stream) remoteReset(code uint32) {
 	s.maybeRemove()
 }
 
+// sessionEnding ends the read side with err as the session starts to
+// close, before its flush and linger (Session.shutdown): a waiting Read
+// returns at once, as a net.Conn's does at Close, and a Read whose buffer
+// the read loop is filling asks for a cut (awaitLentLocked). Buffered
+// bytes stay readable, then Read returns err. The write side is left to
+// sessionEnded: Writes already accepted are flushed first.
+func (s *Stream) sessionEnding(err error) {
+	s.mu.Lock()
+	s.endReadSideLocked(err)
+	notify(s.readWait)
+	s.mu.Unlock()
+}
+
+// endReadSideLocked fails the read side, if a Read could still wait on
+// it, with err (ErrStreamClosed where the application closed it). mu held.
+func (s *Stream) endReadSideLocked(err error) {
+	switch s.readState {
+	case halfOpen:
+		s.readState = halfReset
+		s.readErr = err
+	case halfLocal:
+		s.readState = halfReset
+		s.readErr = ErrStreamClosed
+	}
+}
+
 // sessionEnded fails whatever is still open with err: buffered bytes stay
 // readable, then Read returns err. Called once the stream is out of the
 // table.
 func (s *Stream) sessionEnded(err error) {
 	s.mu.Lock()
 	s.removed = true
-	if s.readState == halfOpen {
-		s.readState = halfReset
-		s.readErr = err
-	}
-	if s.readState == halfLocal {
-		s.readState = halfReset
-		s.readErr = ErrStreamClosed
-	}
+	s.endReadSideLocked(err)
 	if s.writeState == halfOpen {
 		s.writeState = halfReset
 		s.writeErr = err
