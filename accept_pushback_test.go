@@ -2,6 +2,7 @@ package braid
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -501,6 +502,82 @@ func TestAcceptPushBackWakes(t *testing.T) {
 		}
 		if _, err := s.AcceptStream(); !errors.Is(err, ErrSessionClosed) {
 			t.Fatalf("AcceptStream after Close: %v", err)
+		}
+	})
+}
+
+// TestKeepAliveDuringAcceptPushBack: a read loop that stops reading for an
+// accept push-back longer than KeepAliveInterval + ConnectionWriteTimeout
+// leaves the keep-alive's ping answered but unread; the keep-alive must
+// not take that for a dead peer. The peer is a braid client that answers
+// pings; nobody accepts on the server, whose backlog of one is full from
+// the first stream, so the second stream's SYN stalls the read loop for
+// MaxReceiveStall. After it the streams beyond the backlog are refused,
+// and both sessions are open and answer pings.
+func TestKeepAliveDuringAcceptPushBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 100 * time.Millisecond
+		cfg := DefaultConfig()
+		cfg.DisableKeepAlive = false
+		cfg.KeepAliveInterval = interval
+		cfg.ConnectionWriteTimeout = 3 * interval
+		cfg.AcceptBacklog = 1
+		cfg.MaxReceiveStall = 10 * cfg.ConnectionWriteTimeout
+		peerCfg := DefaultConfig()
+		peerCfg.DisableKeepAlive = true // the server is not reading: a peer's keep-alive would be right to close
+		c1, c2 := slowconn.Pipe(slowconn.Link{})
+		client, err := Client(c1, peerCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, err := Server(c2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		defer client.Close()
+		const streams = 3
+		refused := make(chan error, streams)
+		for i := range streams {
+			st, err := client.OpenStream(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Write([]byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 {
+				go func() {
+					_, err := st.Read(make([]byte, 1))
+					refused <- err
+				}()
+			}
+		}
+		time.Sleep(cfg.MaxReceiveStall + 2*(interval+cfg.ConnectionWriteTimeout))
+		synctest.Wait()
+		if err := server.Err(); err != nil {
+			t.Fatalf("the server's keep-alive closed it during its own push-back: %v", err)
+		}
+		if err := client.Err(); err != nil {
+			t.Fatalf("client: %v", err)
+		}
+		for range streams - 1 {
+			select {
+			case err := <-refused:
+				if !errors.Is(err, ErrStreamReset) {
+					t.Fatalf("a stream beyond the backlog: %v, want refused (ErrStreamReset)", err)
+				}
+			default:
+				t.Fatal("a stream beyond the backlog was not refused")
+			}
+		}
+		if _, err := server.Ping(); err != nil {
+			t.Fatalf("server Ping after the push-back: %v", err)
+		}
+		if st, err := server.AcceptStream(); err != nil {
+			t.Fatalf("AcceptStream: %v", err)
+		} else {
+			_ = st.Close()
 		}
 	})
 }

@@ -231,8 +231,10 @@ type Config struct {
 	// other streams wait while it catches up: mplex has no per-stream
 	// flow control. On both protocols it bounds the accept push-back: a
 	// new stream that finds the accept backlog full waits at most this
-	// long since the last Accept (see AcceptBacklog). A negative value is
-	// an error; 0 means DefaultMaxReceiveStall (250 ms).
+	// long since the last Accept (see AcceptBacklog). The keep-alive does
+	// not count such a stall against the peer: the answer to its ping
+	// may wait unread meanwhile. A negative value is an error; 0 means
+	// DefaultMaxReceiveStall (250 ms).
 	MaxReceiveStall time.Duration
 
 	// Memory, when not nil, is asked before a stream is created and

@@ -58,6 +58,7 @@ type Session struct {
 	recvBytes  atomic.Uint64 // bytes read, headers included
 	lentBytes  atomic.Uint64 // payload bytes read into lent buffers (lend.go)
 	recvActive atomic.Bool   // a frame arrived since the keep-alive last looked
+	stalls     readStalls    // the read loop's push-back waits, for the keep-alive (stallwait.go)
 	removals   atomic.Uint64 // streams taken out of streams; changed under mu (lastStream)
 
 	closedCh chan struct{} // closed when the session starts closing
@@ -87,6 +88,7 @@ type Session struct {
 	kaPending    bool        // the keep-alive ping is unanswered
 	kaSent       time.Time   // when the unanswered keep-alive ping was queued
 	kaRead       uint64      // br.got then: the bytes read off the conn
+	kaStalls     uint64      // stalls.begun then: the read loop's push-back waits
 	closing      bool
 	closeErr     error // why the session ended; set with closing
 
@@ -476,7 +478,9 @@ func keepAliveMinBytes(d time.Duration) uint64 {
 // the last interval, and closes the session when no frame arrived within
 // ConnectionWriteTimeout of that ping, unless the bytes of one kept
 // arriving at keepAliveMinRate or more meanwhile (a long frame on a slow
-// link, which the answer can't overtake). The answer may take a round trip
+// link, which the answer can't overtake), or the read loop stopped
+// reading meanwhile by this side's choice (a push-back wait, readStalls:
+// the answer may be unread in the conn). The answer may take a round trip
 // longer than the interval, so the wait is Ping's (as in go-yamux's
 // keep-alive), not one interval; and the timer keeps ticking each interval
 // meanwhile, so that an answer that comes early restarts the cycle at once.
@@ -495,9 +499,11 @@ func (s *Session) keepAliveTick() {
 	if s.kaPending {
 		waited := time.Since(s.kaSent)
 		if waited >= s.cfg.ConnectionWriteTimeout {
-			if s.br.got.Load()-s.kaRead >= keepAliveMinBytes(waited) {
+			if s.br.got.Load()-s.kaRead >= keepAliveMinBytes(waited) || s.stalls.since(s.kaStalls) {
 				// No whole frame came, but its bytes keep coming at a
 				// link's pace: the answer waits behind a long frame.
+				// Or the read loop stopped reading meanwhile (a
+				// push-back wait): the answer may be in the conn.
 				// Ping again once it is read, or an interval passed.
 				s.kaPending = false
 				s.kaTimer.Reset(s.cfg.KeepAliveInterval)
@@ -515,6 +521,7 @@ func (s *Session) keepAliveTick() {
 	s.kaPending = true
 	s.kaSent = time.Now()
 	s.kaRead = s.br.got.Load()
+	s.kaStalls = s.stalls.begun.Load()
 	s.kaTimer.Reset(min(s.cfg.KeepAliveInterval, s.cfg.ConnectionWriteTimeout))
 	s.mu.Unlock()
 	_, _ = s.sendPing(nil)
@@ -1160,7 +1167,7 @@ func (s *Session) incomingStream(id uint32) error {
 func (s *Session) awaitAcceptRoom() bool {
 	stall := s.cfg.MaxReceiveStall
 	start := time.Now()
-	var t stallTimer
+	t := stallTimer{stalls: &s.stalls}
 	defer t.stop()
 	s.mu.Lock()
 	for {

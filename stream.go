@@ -739,7 +739,7 @@ func (s *Stream) admitLocked(n uint32) admission {
 // dropped).
 func (s *Stream) awaitRoom(n uint32) bool {
 	stall := s.session.cfg.MaxReceiveStall
-	var t stallTimer
+	t := stallTimer{stalls: &s.session.stalls}
 	defer t.stop()
 	s.mu.Lock()
 	for {
