@@ -35,7 +35,12 @@ const (
 
 // jsNode is a running node.mjs process.
 type jsNode struct {
-	lines chan string // its stdout lines; closed at its end
+	lines  chan string   // its stdout lines; closed at its end
+	stdin  io.Closer     // closing it asks the node to stop and exit 0
+	exited chan struct{} // closed once the process was waited for; waitErr is then set
+	// waitErr is the process's exit: nil when it exited 0. Written
+	// before exited is closed.
+	waitErr error
 }
 
 // startJSNode starts node.mjs with args; the process group is killed when
@@ -74,11 +79,9 @@ func startJSNode(t *testing.T, args ...string) *jsNode {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	n := &jsNode{lines: make(chan string, 256)}
-	done := make(chan struct{}) // closed by the stdout reader at EOF
-	go func() {
-		defer close(done)
-		defer close(n.lines)
+	n := &jsNode{lines: make(chan string, 256), stdin: stdin, exited: make(chan struct{})}
+	go func() { // reads stdout to its end, then waits for the process
+		defer close(n.exited)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			select {
@@ -86,12 +89,13 @@ func startJSNode(t *testing.T, args ...string) *jsNode {
 			default: // never block the node; no check waits for so many lines
 			}
 		}
+		close(n.lines)
+		n.waitErr = cmd.Wait()
 	}()
 	t.Cleanup(func() {
 		_ = stdin.Close()
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		_ = cmd.Wait()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // a no-op once stop saw it exit
+		<-n.exited
 		if t.Failed() {
 			stderrMu.Lock()
 			t.Logf("node.mjs stderr:\n%s", stderr.String())
@@ -99,6 +103,23 @@ func startJSNode(t *testing.T, args ...string) *jsNode {
 		}
 	})
 	return n
+}
+
+// stop closes the node's stdin, on which it stops its libp2p node (closing
+// its connection to the go host) and exits, and fails the test unless it
+// exits 0 within jsNodeEventWait: a js-libp2p error at the close, or an
+// unhandled one during the checks, is a failure, not a killed process.
+func (n *jsNode) stop(t *testing.T) {
+	t.Helper()
+	_ = n.stdin.Close()
+	select {
+	case <-n.exited:
+	case <-time.After(jsNodeEventWait):
+		t.Fatalf("node.mjs still running %v after its stdin closed", jsNodeEventWait)
+	}
+	if n.waitErr != nil {
+		t.Fatalf("node.mjs: %v", n.waitErr)
+	}
 }
 
 type writerFunc func([]byte) (int, error)
@@ -137,6 +158,7 @@ func TestJSLibp2pNode(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), jsNodeTimeout)
 			defer cancel()
 			var js peer.ID
+			var n *jsNode
 			if jsDials {
 				// The js node reports its dial done before go's swarm has
 				// added the connection: wait for go's own notice of it.
@@ -148,7 +170,7 @@ func TestJSLibp2pNode(t *testing.T) {
 					}
 				}})
 				addr := fmt.Sprintf("%s/p2p/%s", h.Addrs()[0], h.ID())
-				n := startJSNode(t, "dial", addr)
+				n = startJSNode(t, "dial", addr)
 				id, err := peer.Decode(strings.Fields(n.line(t, "connected "))[0])
 				if err != nil {
 					t.Fatal(err)
@@ -163,7 +185,7 @@ func TestJSLibp2pNode(t *testing.T) {
 					t.Fatal("the go host never saw the js node's connection")
 				}
 			} else {
-				n := startJSNode(t, "listen")
+				n = startJSNode(t, "listen")
 				ai, err := peer.AddrInfoFromString(n.line(t, "listening "))
 				if err != nil {
 					t.Fatal(err)
@@ -200,6 +222,7 @@ func TestJSLibp2pNode(t *testing.T) {
 			if got := len(h.Network().ConnsToPeer(js)); got != 1 {
 				t.Errorf("%d connections to the js node after the checks, want 1", got)
 			}
+			n.stop(t)
 		})
 	}
 }
