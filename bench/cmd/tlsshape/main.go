@@ -24,6 +24,10 @@
 //     merging them (braid's cork.go).
 //   - corked muxer: relay+handoff+queued reverse, corked as above: a
 //     muxer's goroutines and hand-offs with its records merged.
+//   - corked muxer, uncorked idle: the same, but the writer goroutine
+//     takes the cork off whenever it finds no message waiting and puts it
+//     back for the next, as braid's writer does before it parks: whether
+//     the merging survives a writer that may never see a next message.
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
 // TLS at GOMAXPROCS 2 on an AMD EPYC VM, go-yamux the same) loses
@@ -34,7 +38,10 @@
 // Session 22 added the corked shape, to bound one-stream TLS bulk at
 // GOMAXPROCS 2 from above (docs/measurements.md, "Session 22"); session 24
 // the corked muxer, to learn whether a muxer's hand-offs eat what merging
-// records gains (they did not: docs/measurements.md, "Session 24").
+// records gains (they did not: docs/measurements.md, "Session 24");
+// session 25 the corked muxer uncorked when idle, to learn whether the
+// gain survives the uncork a writer owes before it parks (it did not:
+// docs/measurements.md, "Session 25").
 package main
 
 import (

@@ -27,6 +27,11 @@ type shape struct {
 	reverse bool // the reader writes reverseSize bytes back every message
 	queued  bool // with reverse: through a writer goroutine of the reader's side, as a muxer's window updates and pongs
 	corked  bool // the writer's TCP socket is corked for the whole transfer (Linux): its records leave as full segments
+	// idleUncork: with corked and handoff, the writer goroutine takes the
+	// cork off whenever it finds no message waiting, and puts it back on
+	// for the next, as braid's writer does before it parks (cork.go):
+	// nothing it holds may wait for a message that may never come.
+	idleUncork bool
 }
 
 // shapes are what run measures, raw first (the ratios' base); the corked
@@ -41,6 +46,7 @@ var shapes = slices.DeleteFunc([]shape{
 	{name: "relay+handoff+queued reverse", relay: true, handoff: true, reverse: true, queued: true},
 	{name: "corked", corked: true},
 	{name: "corked muxer", corked: true, relay: true, handoff: true, reverse: true, queued: true},
+	{name: "corked muxer, uncorked idle", corked: true, idleUncork: true, relay: true, handoff: true, reverse: true, queued: true},
 }, func(s shape) bool { return s.corked && !canCork })
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
@@ -103,7 +109,26 @@ func (s shape) send(w net.Conn, messages int) (err error) {
 	req := make(chan []byte)
 	written := make(chan error)
 	go func() { // the writer goroutine: one message at a time, as a by-reference Write
-		for b := range req {
+		corked := s.corked
+		for {
+			var b []byte
+			var ok bool
+			select {
+			case b, ok = <-req:
+			default:
+				if s.idleUncork && corked {
+					_ = setCork(w, false) // a failure shows as a lower rate
+					corked = false
+				}
+				b, ok = <-req
+			}
+			if !ok {
+				return
+			}
+			if s.corked && !corked {
+				_ = setCork(w, true)
+				corked = true
+			}
 			_, err := w.Write(b)
 			written <- err
 		}
