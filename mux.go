@@ -558,17 +558,17 @@ func (s *Session) GoAway() error {
 // (for up to a second), the peer is sent a normal go-away, and every stream
 // still open fails with an error matching ErrStreamReset and
 // ErrSessionClosed, its Reads at once (bytes already buffered stay
-// readable), its Writes once the flush is done. A connection that can close its writing side alone
-// (TCP, Unix, TLS) is closed for writing first, and once the flush is
-// done Close waits for the peer to close its end, reading and dropping
-// what still comes, so that the peer reads the go-away rather than a
-// reset (linger.go). It waits four round trips at most, but no less than
-// 50 ms (50 ms when no round trip was measured) and no more than a
-// second, so Close takes about two seconds at most. Close waits for the
-// session's goroutines to end and returns all memory reserved from
-// Config.Memory; after it, the session reserves and releases nothing
-// more. It always returns nil, and calling it again (from any goroutine)
-// waits for the first call to finish.
+// readable), its Writes once the flush is done. A connection that can
+// close its writing side alone (TCP, Unix, TLS) is closed for writing
+// first, and once the flush is done Close waits for the peer to close its
+// end, reading and dropping what still comes, so that the peer reads the
+// go-away rather than a reset (linger.go). It waits four round trips at
+// most, but no less than 50 ms (50 ms when no round trip was measured)
+// and no more than a second, so Close takes about two seconds at most.
+// Close waits for the session's goroutines to end and returns all memory
+// reserved from Config.Memory; after it, the session reserves and
+// releases nothing more. It always returns nil, and calling it again
+// (from any goroutine) waits for the first call to finish.
 func (s *Session) Close() error {
 	s.shutdown(ErrSessionClosed, true, GoAwayNormal, false)
 	return nil
