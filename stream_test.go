@@ -635,6 +635,17 @@ func TestCloseWriteRacingPeerReset(t *testing.T) {
 	_, err = a.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF, "the peer's FIN")
 
+	// The writer parked with nothing kept back (a partial record: the
+	// gated conn has no writev), so that the first gated write is the
+	// Write's frame. Before, a pong the writer still held could take the
+	// gate first, and the CloseWrite then ran before the Write (a flake
+	// under load).
+	w := client.w
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.idle && !w.keptLocked()
+	}, 5*time.Second, time.Millisecond, "the client's writer parked")
 	g.arm()
 	t.Cleanup(g.release) // before the sessions' cleanup: a failed check must not leave the writer at the gate
 	writec, closec := make(chan error, 1), make(chan error, 1)
@@ -715,8 +726,23 @@ func TestCloseAfterPeerResetReports(t *testing.T) {
 // when CloseWrite is called, and then the peer's FIN takes the stream out
 // of the session, still returns at its write deadline. Before, the removal
 // stopped the deadline's timer, and the Write waited until the conn took
-// its bytes.
+// its bytes. Both ways a large Write waits: copied, waiting for queue
+// room (its deadline was near when it began: writer.refAllowed), and by
+// reference (the deadline was set while it waited).
 func TestWriteDeadlineAfterRemoval(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		size        int
+		setBeforeIt bool
+	}{
+		{"copied", 1 << 20, true}, // more than its queue share
+		{"by-reference", 100 * 1024, false},
+	} {
+		t.Run(c.name, func(t *testing.T) { testWriteDeadlineAfterRemoval(t, c.size, c.setBeforeIt) })
+	}
+}
+
+func testWriteDeadlineAfterRemoval(t *testing.T, size int, setBeforeIt bool) {
 	c1, c2 := tcpPair(t)
 	gc := &gatedConn{Conn: c1}
 	client, server := sessionPairOver(t, gc, c2, &Config{DisableKeepAlive: true})
@@ -738,10 +764,12 @@ func TestWriteDeadlineAfterRemoval(t *testing.T) {
 	}
 
 	const deadline = 300 * time.Millisecond
-	require.NoError(t, a.SetWriteDeadline(time.Now().Add(deadline)))
+	if setBeforeIt {
+		require.NoError(t, a.SetWriteDeadline(time.Now().Add(deadline)))
+	}
 	werr := make(chan error, 1)
 	go func() {
-		_, err := a.Write(make([]byte, 100*1024)) // waits behind the gate
+		_, err := a.Write(make([]byte, size)) // waits behind the gate
 		werr <- err
 	}()
 	require.Eventually(t, func() bool { // the Write holds writeMu
@@ -751,6 +779,9 @@ func TestWriteDeadlineAfterRemoval(t *testing.T) {
 		}
 		return true
 	}, time.Second, time.Millisecond)
+	if !setBeforeIt {
+		require.NoError(t, a.SetWriteDeadline(time.Now().Add(deadline)))
+	}
 	go a.CloseWrite() //nolint:errcheck // waits for the Write
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), time.Second, time.Millisecond)
 	require.NoError(t, b.CloseWrite()) // the peer's FIN: a leaves the session
