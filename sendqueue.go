@@ -421,6 +421,20 @@ func (w *writer) inlineAllowedLocked(s *streamSend) bool {
 	return time.Until(time.Unix(0, s.deadline)) > longest
 }
 
+// refAllowed tells whether a Write of s may hand the writer its frames by
+// reference (sendRef) as far as its write deadline goes: the rule of
+// inlineAllowedLocked. A frame written from the caller's memory holds the
+// Write until the conn write that carries it ends, which a peer that
+// stopped reading holds until the write timeout; a deadline sooner than
+// that could pass meanwhile. So such a Write copies its frames (send),
+// waits for queue room, and returns by its deadline, as a net.Conn's
+// Write does (TestLargeWriteMeetsItsDeadline). It takes mu.
+func (w *writer) refAllowed(s *streamSend) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inlineAllowedLocked(s)
+}
+
 // drop discards what s has queued and the writer has not taken: its
 // frames must not follow its RST (quic-go drops them too). A frame already
 // in a write still goes out. A by-reference write waiting in sendRef

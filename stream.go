@@ -364,7 +364,10 @@ func (s *Stream) sendWindowUpdate(h header) {
 // a fast conn). A frame of 16 KiB or more is written to the connection
 // from b itself (with writev where the connection supports it), not
 // copied, and Write waits for that write; on a TCP or Unix conn with no
-// other frame queued, Write makes that write itself. A smaller frame is
+// other frame queued, Write makes that write itself. But while the write
+// deadline comes before the connection's write timeout would end a
+// blocked write, every frame is copied, so that a peer that stopped
+// reading cannot hold Write past its deadline. A smaller frame is
 // copied, and Write waits only for room in the stream's send queue; when
 // the session's writer has nothing to write and the session received a
 // frame since its last write (a request-response exchange), Write writes
@@ -406,12 +409,13 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
-		n, flags, err := s.awaitCredit(len(b), len(b) >= refThreshold)
+		byRef := len(b) >= refThreshold && w.refAllowed(&s.send)
+		n, flags, err := s.awaitCredit(len(b), byRef)
 		if err != nil {
 			return written, err
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
-		if n < refThreshold {
+		if !byRef || n < refThreshold {
 			if err := w.send(&s.send, h, b[:n], s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
