@@ -635,16 +635,16 @@ func TestCloseWriteRacingPeerReset(t *testing.T) {
 	_, err = a.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF, "the peer's FIN")
 
-	// The writer parked with nothing kept back (a partial record: the
-	// gated conn has no writev), so that the first gated write is the
-	// Write's frame. Before, a pong the writer still held could take the
-	// gate first, and the CloseWrite then ran before the Write (a flake
-	// under load).
+	// The writer parked (it parks only with nothing kept back: a partial
+	// record, as the gated conn has no writev), so that the first gated
+	// write is the Write's frame. Before, a pong the writer still held
+	// could take the gate first, and the CloseWrite then ran before the
+	// Write (a flake under load).
 	w := client.w
 	require.Eventually(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.idle && !w.keptLocked()
+		return w.idle
 	}, 5*time.Second, time.Millisecond, "the client's writer parked")
 	g.arm()
 	t.Cleanup(g.release) // before the sessions' cleanup: a failed check must not leave the writer at the gate
@@ -772,12 +772,13 @@ func testWriteDeadlineAfterRemoval(t *testing.T, size int, setBeforeIt bool) {
 		_, err := a.Write(make([]byte, size)) // waits behind the gate
 		werr <- err
 	}()
-	require.Eventually(t, func() bool { // the Write holds writeMu
-		if a.writeMu.TryLock() {
-			a.writeMu.Unlock()
-			return false
-		}
-		return true
+	// The Write waits in the writer's queue: for room (copied) or for its
+	// frames' write (by reference). Only holding writeMu, it could still
+	// be before its credit check, which a CloseWrite then fails.
+	require.Eventually(t, func() bool {
+		client.w.mu.Lock()
+		defer client.w.mu.Unlock()
+		return a.send.q != nil && a.send.q.waiting || a.send.pendingRefs > 0
 	}, time.Second, time.Millisecond)
 	if !setBeforeIt {
 		require.NoError(t, a.SetWriteDeadline(time.Now().Add(deadline)))
