@@ -556,13 +556,13 @@ func (s *Session) GoAway() error {
 
 // Close closes the session and its connection: queued frames are flushed
 // (for up to a second), the peer is sent a normal go-away, and every stream
-// still open fails with an error matching ErrStreamReset and
-// ErrSessionClosed, its Reads at once (bytes already buffered stay
-// readable), its Writes once the flush is done. A connection that can
-// close its writing side alone (TCP, Unix, TLS) is closed for writing
-// first, and once the flush is done Close waits for the peer to close its
-// end, reading and dropping what still comes, so that the peer reads the
-// go-away rather than a reset (linger.go). It waits four round trips at
+// still open fails at once with an error matching ErrStreamReset and
+// ErrSessionClosed: its Reads (bytes already buffered stay readable) and
+// its Writes (what was written before is still flushed). A connection
+// that can close its writing side alone (TCP, Unix, TLS) is closed for
+// writing first, and once the flush is done Close waits for the peer to
+// close its end, reading and dropping what still comes, so that the peer
+// reads the go-away rather than a reset (linger.go). It waits four round trips at
 // most, but no less than 50 ms (50 ms when no round trip was measured)
 // and no more than a second, so Close takes about two seconds at most.
 // Close waits for the session's goroutines to end and returns all memory
@@ -702,11 +702,11 @@ func (s *Session) releaseStream(st *Stream) {
 // isIncoming reports whether id belongs to the peer's half of the id space.
 func (s *Session) isIncoming(id uint32) bool { return (id%2 == 1) != s.client }
 
-// shutdown ends the session once: it ends every stream's Reads with
-// cause, flushes and sends a go-away if asked, closes the conn, waits for
-// both goroutines (but for the read loop when it is the caller), fails
-// what is left of every stream (its Writes) with cause and returns all
-// memory reserved from Config.Memory. A later caller but the read loop waits
+// shutdown ends the session once: it fails every stream with cause,
+// flushes what was queued and sends a go-away if asked, closes the conn,
+// waits for both goroutines (but for the read loop when it is the
+// caller), takes the streams out and returns all memory reserved from
+// Config.Memory. A later caller but the read loop waits
 // until the first is done.
 func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop bool) {
 	s.mu.Lock()
@@ -735,9 +735,10 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 	s.incoming, s.unacked = 0, 0
 	s.mu.Unlock()
 
-	// Reads end now, not after the flush and linger below (up to
+	// Streams fail now, not after the flush and linger below (up to
 	// closeFlushTimeout + closeLinger): nothing read from here on
-	// reaches the application.
+	// reaches the application, and nothing written from here on would
+	// be sent (or, after a flush, is still wanted).
 	streamErr := streamCutError(sessionClosedError(cause))
 	for _, st := range streams {
 		st.sessionEnding(streamErr)

@@ -903,17 +903,31 @@ func (s *Stream) remoteReset(code uint32) {
 	s.maybeRemove()
 }
 
-// sessionEnding ends the read side with err as the session starts to
-// close, before its flush and linger (Session.shutdown): a waiting Read
-// returns at once, as a net.Conn's does at Close, and a Read whose buffer
-// the read loop is filling asks for a cut (awaitLentLocked). Buffered
-// bytes stay readable, then Read returns err. The write side is left to
-// sessionEnded: Writes already accepted are flushed first.
+// sessionEnding fails the stream with err as the session starts to close,
+// before its flush and linger (Session.shutdown): a waiting Read returns at
+// once, as a net.Conn's does at Close, and a Read whose buffer the read
+// loop is filling asks for a cut (awaitLentLocked); buffered bytes stay
+// readable, then Read returns err. Writes from now on fail with err too,
+// and so does a Write waiting for credit; frames already queued are still
+// flushed (a Write waiting for them returns once they are written).
 func (s *Stream) sessionEnding(err error) {
 	s.mu.Lock()
-	s.endReadSideLocked(err)
-	notify(s.readWait)
+	s.endLocked(err)
 	s.mu.Unlock()
+}
+
+// endLocked fails what is still open of the stream with err: the read
+// side (ErrStreamClosed where the application closed it), then the write
+// side, and wakes whoever waits on either. mu held.
+func (s *Stream) endLocked(err error) {
+	s.endReadSideLocked(err)
+	if s.writeState == halfOpen {
+		s.writeState = halfReset
+		s.writeErr = err
+		s.session.w.setDirect(&s.send, false)
+	}
+	notify(s.readWait)
+	notify(s.writeWait)
 }
 
 // endReadSideLocked fails the read side, if a Read could still wait on
@@ -935,14 +949,7 @@ func (s *Stream) endReadSideLocked(err error) {
 func (s *Stream) sessionEnded(err error) {
 	s.mu.Lock()
 	s.removed = true
-	s.endReadSideLocked(err)
-	if s.writeState == halfOpen {
-		s.writeState = halfReset
-		s.writeErr = err
-		s.session.w.setDirect(&s.send, false)
-	}
-	notify(s.readWait)
-	notify(s.writeWait)
+	s.endLocked(err)
 	s.mu.Unlock()
 	s.readDeadline.stop()
 	s.writeDeadline.stop()
