@@ -920,7 +920,14 @@ func (s *Stream) sessionEnding(err error) {
 // side (ErrStreamClosed where the application closed it), then the write
 // side, and wakes whoever waits on either. mu held.
 func (s *Stream) endLocked(err error) {
-	s.endReadSideLocked(err)
+	switch s.readState {
+	case halfOpen:
+		s.readState = halfReset
+		s.readErr = err
+	case halfLocal:
+		s.readState = halfReset
+		s.readErr = ErrStreamClosed
+	}
 	if s.writeState == halfOpen {
 		s.writeState = halfReset
 		s.writeErr = err
@@ -930,22 +937,9 @@ func (s *Stream) endLocked(err error) {
 	notify(s.writeWait)
 }
 
-// endReadSideLocked fails the read side, if a Read could still wait on
-// it, with err (ErrStreamClosed where the application closed it). mu held.
-func (s *Stream) endReadSideLocked(err error) {
-	switch s.readState {
-	case halfOpen:
-		s.readState = halfReset
-		s.readErr = err
-	case halfLocal:
-		s.readState = halfReset
-		s.readErr = ErrStreamClosed
-	}
-}
-
-// sessionEnded fails whatever is still open with err: buffered bytes stay
-// readable, then Read returns err. Called once the stream is out of the
-// table.
+// sessionEnded marks the stream removed once the session has ended and
+// stops its deadline timers. What is still open fails with err (nothing,
+// after sessionEnding: shutdown calls both). Buffered bytes stay readable.
 func (s *Stream) sessionEnded(err error) {
 	s.mu.Lock()
 	s.removed = true
