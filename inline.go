@@ -19,7 +19,7 @@ import (
 // small messages) has only its first frame inline, so coalescing is kept
 // where it acts. A stream whose write deadline is sooner than the longest
 // a conn write may block (the write timeout) writes nothing inline
-// (inlineAllowedLocked): a peer that stopped reading could hold the write
+// (blockingWriteAllowed): a peer that stopped reading could hold the write
 // past the deadline. Large (by-reference) writes have rules of
 // their own (inlineRefLocked, below).
 //

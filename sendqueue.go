@@ -2,6 +2,7 @@ package braid
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
@@ -42,7 +43,8 @@ const (
 // CloseWrite (serialized by Stream.writeMu) queue through writer.send and
 // writer.sendRef, its resets through writer.drop; the scheduler takes its
 // frames, and writer.complete finishes its by-reference frames through
-// refWritten. Guarded by writer.mu.
+// refWritten. Guarded by writer.mu, but deadline (atomic: Stream.Write
+// reads it with no lock, writer.blockingWriteAllowed).
 type streamSend struct {
 	q           *sendQueue    // frames waiting for the writer; non-nil exactly while in the scheduler's ring
 	pendingRefs int           // by-reference frames not yet written, +1 while q holds an untaken by-reference write
@@ -51,7 +53,7 @@ type streamSend struct {
 	dropped     bool          // reset: the writer takes no more of its frames
 	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
 	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
-	deadline    int64         // the stream's write deadline in Unix nanoseconds, 0 for none (setWriteDeadline, inlineAllowedLocked)
+	deadline    atomic.Int64  // the stream's write deadline in Unix nanoseconds, 0 for none (setWriteDeadline, blockingWriteAllowed)
 }
 
 // wait returns the flushed channel, made on first use. mu held.
@@ -245,7 +247,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			w.mu.Unlock()
 			return err
 		}
-		if w.inlineAllowedLocked(s) {
+		if w.blockingWriteAllowed(s) {
 			if done, err := w.inlineLocked(h, payload); done {
 				w.mu.Unlock()
 				return err
@@ -339,7 +341,7 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 	}
 	s.window -= n
 	h := header{typ: typeData, streamID: id, length: n}
-	if w.inlineAllowedLocked(s) {
+	if w.blockingWriteAllowed(s) {
 		if done, err := w.inlineLocked(h, payload); done {
 			if err != nil {
 				s.window += n
@@ -391,48 +393,36 @@ func (w *writer) setDirect(s *streamSend, direct bool) {
 }
 
 // setWriteDeadline records s's stream's write deadline, t (zero for none),
-// for inlineAllowedLocked.
+// for blockingWriteAllowed.
 func (w *writer) setWriteDeadline(s *streamSend, t time.Time) {
 	var at int64
 	if !t.IsZero() {
 		at = t.UnixNano()
 	}
-	w.mu.Lock()
-	s.deadline = at
-	w.mu.Unlock()
+	s.deadline.Store(at)
 }
 
-// inlineAllowedLocked tells whether s's small frame may be written
-// inline (inline.go) as far as its write deadline goes. An inline write
-// blocks in the conn's Write, which a peer that stopped reading holds
-// until the write timeout ends the session, at most
-// writeTimeout+writeTimeout/writeDeadlineSlack after the write began
-// (beginConnWrite); a deadline sooner than that could pass while the
-// Write waits, so the frame is queued instead and Write returns by its
-// deadline. mu held.
-func (w *writer) inlineAllowedLocked(s *streamSend) bool {
-	if s.deadline == 0 {
+// blockingWriteAllowed tells whether a Write of s may make a conn write
+// that blocks it, as far as its write deadline goes: write a small frame
+// itself (inline.go), or hand the writer its frames by reference
+// (sendRef), whose Write waits until the conn write that carries them
+// ends. A peer that stopped reading holds a conn write until the write
+// timeout ends the session, at most writeTimeout+writeTimeout/
+// writeDeadlineSlack after the write began (beginConnWrite); a deadline
+// sooner than that could pass meanwhile, so such a Write queues copies
+// instead and returns by its deadline, as a net.Conn's Write does
+// (TestWriteDeadlineWithStalledPeer, TestLargeWriteMeetsItsDeadline).
+// It takes no lock: the deadline is atomic, writeTimeout fixed.
+func (w *writer) blockingWriteAllowed(s *streamSend) bool {
+	at := s.deadline.Load()
+	if at == 0 {
 		return true
 	}
 	longest := w.writeTimeout + w.writeTimeout/writeDeadlineSlack
 	if longest < w.writeTimeout { // a timeout near math.MaxInt64 ("never")
 		return false
 	}
-	return time.Until(time.Unix(0, s.deadline)) > longest
-}
-
-// refAllowed tells whether a Write of s may hand the writer its frames by
-// reference (sendRef) as far as its write deadline goes: the rule of
-// inlineAllowedLocked. A frame written from the caller's memory holds the
-// Write until the conn write that carries it ends, which a peer that
-// stopped reading holds until the write timeout; a deadline sooner than
-// that could pass meanwhile. So such a Write copies its frames (send),
-// waits for queue room, and returns by its deadline, as a net.Conn's
-// Write does (TestLargeWriteMeetsItsDeadline). It takes mu.
-func (w *writer) refAllowed(s *streamSend) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.inlineAllowedLocked(s)
+	return time.Until(time.Unix(0, at)) > longest
 }
 
 // drop discards what s has queued and the writer has not taken: its

@@ -409,7 +409,7 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
-		byRef := len(b) >= refThreshold && w.refAllowed(&s.send)
+		byRef := len(b) >= refThreshold && w.blockingWriteAllowed(&s.send)
 		n, flags, err := s.awaitCredit(len(b), byRef)
 		if err != nil {
 			return written, err

@@ -727,7 +727,7 @@ func TestCloseAfterPeerResetReports(t *testing.T) {
 // of the session, still returns at its write deadline. Before, the removal
 // stopped the deadline's timer, and the Write waited until the conn took
 // its bytes. Both ways a large Write waits: copied, waiting for queue
-// room (its deadline was near when it began: writer.refAllowed), and by
+// room (its deadline was near when it began: writer.blockingWriteAllowed), and by
 // reference (the deadline was set while it waited).
 func TestWriteDeadlineAfterRemoval(t *testing.T) {
 	for _, c := range []struct {
