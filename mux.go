@@ -771,7 +771,7 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 
 	s.stopShrinking()
 	for _, st := range streams {
-		st.sessionEnded(streamErr)
+		st.sessionEnded()
 		s.releaseStream(st)
 	}
 	s.mem.close() // what a shrink run or a Read still held in passing

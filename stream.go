@@ -903,23 +903,18 @@ func (s *Stream) remoteReset(code uint32) {
 	s.maybeRemove()
 }
 
-// sessionEnding fails the stream with err as the session starts to close,
-// before its flush and linger (Session.shutdown): a waiting Read returns at
-// once, as a net.Conn's does at Close, and a Read whose buffer the read
-// loop is filling asks for a cut (awaitLentLocked); buffered bytes stay
-// readable, then Read returns err. Writes from now on fail with err too,
-// and so does a Write waiting for credit; frames already queued are still
-// flushed (a Write waiting for them returns once they are written).
+// sessionEnding fails what is still open of the stream with err as the
+// session starts to close, before its flush and linger (Session.shutdown):
+// a waiting Read returns at once, as a net.Conn's does at Close, and a
+// Read whose buffer the read loop is filling asks for a cut
+// (awaitLentLocked); buffered bytes stay readable, then Read returns err
+// (ErrStreamClosed where the application closed the read side). Writes
+// from now on fail with err too, and so does a Write waiting for credit;
+// frames already queued are still flushed (a Write waiting for them
+// returns once they are written).
 func (s *Stream) sessionEnding(err error) {
 	s.mu.Lock()
-	s.endLocked(err)
-	s.mu.Unlock()
-}
-
-// endLocked fails what is still open of the stream with err: the read
-// side (ErrStreamClosed where the application closed it), then the write
-// side, and wakes whoever waits on either. mu held.
-func (s *Stream) endLocked(err error) {
+	defer s.mu.Unlock()
 	switch s.readState {
 	case halfOpen:
 		s.readState = halfReset
@@ -937,13 +932,12 @@ func (s *Stream) endLocked(err error) {
 	notify(s.writeWait)
 }
 
-// sessionEnded marks the stream removed once the session has ended and
-// stops its deadline timers. What is still open fails with err (nothing,
-// after sessionEnding: shutdown calls both). Buffered bytes stay readable.
-func (s *Stream) sessionEnded(err error) {
+// sessionEnded marks the stream removed once the session has ended (its
+// frames flushed, its goroutines gone; sessionEnding failed it before)
+// and stops its deadline timers.
+func (s *Stream) sessionEnded() {
 	s.mu.Lock()
 	s.removed = true
-	s.endLocked(err)
 	s.mu.Unlock()
 	s.readDeadline.stop()
 	s.writeDeadline.stop()
