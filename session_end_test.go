@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braidmux/braid/slowconn"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPendingCallsAtSessionEnd ends the connection in every way of
@@ -208,11 +209,11 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 		n, err := st.Read(buf)
 		reads <- result{n, err}
 	}()
-	waitFor(t, "the Read to wait", func() bool {
+	require.Eventually(t, func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.reading
-	})
+	}, 5*time.Second, time.Millisecond, "the Read to wait")
 	if lent {
 		const arrived = 1024
 		if _, err := c1.Write(append(p.dataHeader(32*1024), make([]byte, arrived)...)); err != nil {
@@ -221,11 +222,11 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 		if s.cutter == nil {
 			t.Fatal("a TCP conn must lend")
 		}
-		waitFor(t, "the read loop to fill the lent buffer", func() bool {
+		require.Eventually(t, func() bool {
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			return st.lend != nil && st.lend.active
-		})
+		}, 5*time.Second, time.Millisecond, "the read loop to fill the lent buffer")
 	}
 	writes := make(chan error, 1)
 	go func() {
@@ -234,11 +235,11 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 	}()
 	// Once its frames are being written (by the writer, or inline by the
 	// Write itself), the Write can't end: the peer reads none of them.
-	waitFor(t, "the Write's frames to be written", func() bool {
+	require.Eventually(t, func() bool {
 		s.w.mu.Lock()
 		defer s.w.mu.Unlock()
 		return s.w.inline || s.w.writing || s.w.sched.busy()
-	})
+	}, 5*time.Second, time.Millisecond, "the Write's frames to be written")
 
 	closed := make(chan struct{})
 	go func() {
@@ -275,16 +276,5 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 	<-closed
 	if err := errWithin(t, writes, "the stuck Write"); err == nil {
 		t.Fatal("a Write the peer never read returned no error")
-	}
-}
-
-// waitFor polls cond until it holds, failing the test after 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 5 s for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

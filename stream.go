@@ -364,17 +364,15 @@ func (s *Stream) sendWindowUpdate(h header) {
 // a fast conn). A frame of 16 KiB or more is written to the connection
 // from b itself (with writev where the connection supports it), not
 // copied, and Write waits for that write; on a TCP or Unix conn with no
-// other frame queued, Write makes that write itself. But while the write
-// deadline comes before the connection's write timeout would end a
-// blocked write, every frame is copied, so that a peer that stopped
-// reading cannot hold Write past its deadline. A smaller frame is
+// other frame queued, Write makes that write itself. A smaller frame is
 // copied, and Write waits only for room in the stream's send queue; when
 // the session's writer has nothing to write and the session received a
 // frame since its last write (a request-response exchange), Write writes
-// the frame itself, unless the write deadline comes before the
-// connection's write timeout would end a blocked write (such a write
-// could outlast the deadline). Stats.InlineWrites counts the writes a
-// Write made itself.
+// the frame itself. Stats.InlineWrites counts the writes a Write made
+// itself. While the write deadline comes before the connection's write
+// timeout would end a blocked conn write, Write makes no write itself and
+// copies every frame, large ones too: a peer that stopped reading then
+// cannot hold it past its deadline.
 //
 // Write returns ErrStreamClosed after CloseWrite or Close, a *StreamError
 // after a reset, an error matching ErrStreamReset when the session died,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/braidmux/braid/internal/tlstest"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLargeWriteMeetsItsDeadline: a Write larger than refThreshold, to a
@@ -66,11 +67,11 @@ func testLargeWriteDeadline(t *testing.T, proto Protocol, secure bool) {
 		if _, err := peer.Write(grant); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the peer's credit", func() bool {
+		require.Eventually(t, func() bool {
 			s.w.mu.Lock()
 			defer s.w.mu.Unlock()
 			return st.send.window > InitialStreamWindow
-		})
+		}, 5*time.Second, time.Millisecond, "the peer's credit")
 	}
 	if err := st.SetWriteDeadline(time.Now().Add(ahead)); err != nil {
 		t.Fatal(err)
