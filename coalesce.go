@@ -790,7 +790,8 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
-	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, w.loneScale(lone))
+	scale, markers := w.loneScale(lone)
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, markers)
 	// The least room the next frames can use, for needMarker: a lone
 	// stream's whole frame goes with any room, a cut needs minRefCut
 	// (scheduler.refFits).
@@ -803,29 +804,30 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	}
 }
 
-// loneScale is how many budgets the next frames get: loneBudgets while
-// one stream has sent alone for loneQuiet, one otherwise. Other streams'
-// frames in the ring restart the quiet, and so do another stream's
-// by-reference frames (takeRefSwitch: streams that take turns, each
-// written inline, are never together in the ring): the lone budget is
-// what the next small frame of another stream waits behind, and a stream
-// that spoke within loneQuiet (a request beside a transfer, a ping-pong)
-// is likely to speak again soon. The clock is read only during a quiet,
-// not per batch of a session that is lone throughout (the idle
+// loneScale is how many budgets the next frames get, and how many
+// markers they carry in all (0: markersPerBudget a budget): loneBudgets
+// while one stream has sent alone for loneQuiet, one otherwise. Other
+// streams' frames in the ring restart the quiet, and so do another
+// stream's by-reference frames (takeRefSwitch: streams that take turns,
+// each written inline, are never together in the ring): the lone budget
+// is what the next small frame of another stream waits behind, and a
+// stream that spoke within loneQuiet (a request beside a transfer, a
+// ping-pong) is likely to speak again soon. The clock is read only during
+// a quiet, not per batch of a session that is lone throughout (the idle
 // ping-pong, one-stream bulk). mu held.
-func (w *writer) loneScale(lone bool) int {
+func (w *writer) loneScale(lone bool) (scale, markers int) {
 	switched := w.sched.takeRefSwitch()
 	switch {
 	case !lone || switched:
 		w.shared = true
-		return 1
+		return 1, 0
 	case w.shared:
 		w.shared = false
 		w.loneAfter = time.Now().Add(loneQuiet)
-		return 1
+		return 1, 0
 	case !w.loneAfter.IsZero():
 		if time.Now().Before(w.loneAfter) {
-			return 1
+			return 1, 0
 		}
 		w.loneAfter = time.Time{}
 	}
@@ -833,23 +835,24 @@ func (w *writer) loneScale(lone bool) int {
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for
-// loneQuiet gets. On a conn without writev (TLS, noise) with more than
-// one P: loneParallelScale. Elsewhere they follow its frames (the last one
-// sized; none yet counts as large): while they carry at most
-// loneSmallFrame, loneParallelScale with more than one P and
-// loneSerialScale at one P; larger frames get one budget (see
+// loneQuiet gets, and the markers they carry in all (0: markersPerBudget
+// a budget). On a conn without writev (TLS, noise) with more than one P:
+// loneDecryptScale, marked loneDecryptMarkers times. Elsewhere they
+// follow its frames (the last one sized; none yet counts as large): while
+// they carry at most loneSmallFrame, loneParallelScale with more than one
+// P and loneSerialScale at one P; larger frames get one budget (see
 // loneSmallFrame). mu held.
-func (w *writer) loneBudgets() int {
+func (w *writer) loneBudgets() (scale, markers int) {
 	large := w.sched.lastRef == 0 || w.sched.lastRef > loneSmallFrame
 	switch {
 	case w.parallel && !w.writev:
-		return loneParallelScale
+		return loneDecryptScale, loneDecryptMarkers
 	case large:
-		return 1 // large frames: one a turn, each lent
+		return 1, 0 // large frames: one a turn, each lent
 	case w.parallel:
-		return loneParallelScale
+		return loneParallelScale, 0
 	}
-	return loneSerialScale
+	return loneSerialScale, 0
 }
 
 // refreshLoneFrameLocked sets the scheduler's lone-stream frame size from

@@ -130,6 +130,34 @@ const (
 	// measured bulk x0.93 over TLS and x0.72 over TCP (longer bursts,
 	// colder caches).
 	loneParallelScale = 4
+	// loneDecryptScale is a lone stream's budgets on a conn without
+	// writev (TLS, noise) with more than one P, marked loneDecryptMarkers
+	// times in all: 3 MiB at the least budget, a marker every 1.5 MiB.
+	// There every marker costs both ends more than its 12 bytes: the
+	// peer's busy read loop hands it to its writer, which seals and
+	// writes a record for the pong, and this side's read loop reads and
+	// opens that record while the writer's sendmsg holds the same
+	// socket's lock (session 25's profile: these reverse frames were half
+	// of the 14 % more CPU a byte braid spent than raw TLS). With four
+	// budgets marked four times a 64 KiB stream sent a marker every three
+	// frames. What bounds a lone stream's bytes in flight is then the
+	// peer's receive window (twice the path's bandwidth-delay product,
+	// 256-512 KiB on loopback, recvwindow.go); the budget is a cap for a
+	// peer with larger windows (go-yamux grows them to 16 MiB): the next
+	// small frame of another stream waits behind at most 3 MiB, ~2.5 ms
+	// at 1.2 GB/s, and the budget is back to one for it (loneScale).
+	// Paired runs (session 26, AMD EPYC VM, GOMAXPROCS 2, TLS one-stream
+	// bulk, against four budgets marked four times, 8 rounds each): 16
+	// budgets marked twice x1.084 (8 of 8) and x1.037 (6 of 8); 32 marked
+	// twice x1.034; 8 marked twice (a marker every 768 KiB) x1.027; 16
+	// marked four times x1.022; no bound at all x1.10 (4 rounds); but four
+	// budgets marked once, where the budget binds and a marker is all
+	// that frees it, x0.81. Notifications over TLS at two P: 256 KiB
+	// x1.022, 64 KiB x0.999.
+	loneDecryptScale = 16
+	// loneDecryptMarkers is how many markers loneDecryptScale budgets
+	// carry in all (see loneDecryptScale).
+	loneDecryptMarkers = 2
 	// loneSerialScale is the lone stream's budgets at one P, while its
 	// frames carry at most loneSmallFrame.
 	// There the two ends take turns on the core, and each budget is a
@@ -160,7 +188,7 @@ const (
 	// loneSmallFrame is the largest frame a lone stream gets more than one
 	// budget for (loneSerialScale at one P, loneParallelScale at more;
 	// over TLS or noise at more than one P every frame gets
-	// loneParallelScale): half a least budget, so that two
+	// loneDecryptScale): half a least budget, so that two
 	// budgets carry at least four frames (a 64 KiB frame, and one of 64
 	// KiB with a length prefix riding in it, refFrameLen). A Read lends
 	// its buffer to the first frame that comes while it waits, and the
@@ -174,8 +202,8 @@ const (
 	// (Session 16 had seen four against one x0.94 at two P, before the
 	// lent bytes' credit.) Over TLS crypto/tls decrypts into its own
 	// buffer, lending saves less, and four budgets measured 256 KiB
-	// x1.19 at two P (loneParallelScale), so a conn without writev keeps
-	// them.
+	// x1.19 at two P (loneParallelScale then), so a conn without writev
+	// gives every frame its lone budgets (now loneDecryptScale).
 	loneSmallFrame = minInflight / 2
 	// loneQuiet is how long one stream must have sent alone before it
 	// gets more budgets (writer.loneScale, loneBudgets): the lone budget
@@ -272,11 +300,15 @@ func (f *inflight) roomFor(extra int) int {
 // setBudget sizes the budget from the round trip; rtt 0 (no pong yet)
 // leaves it off. shared: several streams send on a conn with writev at
 // one P, and by-reference frames hold sharedRefHold back. scale multiplies
-// the budget: loneParallelScale while a stream sends alone
-// (writer.loneScale), one otherwise. mu held.
-func (f *inflight) setBudget(rtt time.Duration, shared bool, scale int) {
+// the budget: a lone stream's budgets (writer.loneScale), one otherwise;
+// markers is how many markers the whole budget carries, 0 for
+// markersPerBudget. mu held.
+func (f *inflight) setBudget(rtt time.Duration, shared bool, scale, markers int) {
 	f.refHold = 0
 	f.perBudget = markersPerBudget
+	if markers > 0 {
+		f.perBudget = markers
+	}
 	if shared {
 		f.refHold = sharedRefHold
 	}
@@ -310,7 +342,7 @@ func (f *inflight) took(n int) bool {
 // a budget's share (1/perBudget) went unmarked, or the bound holds data
 // back while bytes in flight are unmarked or no marker out covers them. The budget follows the round trip, so it
 // can shrink under bytes sent without a marker (they were less than a
-// quarter of the old budget); without a marker for them no pong would ever
+// marker's share of the old budget); without a marker for them no pong would ever
 // free the budget, and the writer would wait for the marker timeout. mu
 // held.
 func (f *inflight) needMarker() bool {

@@ -90,7 +90,7 @@ func TestResetDropsQueuedData(t *testing.T) {
 // the pong that frees it comes.
 func TestInflightSharedRefHold(t *testing.T) {
 	var f inflight
-	f.setBudget(10*time.Microsecond, true, 1)
+	f.setBudget(10*time.Microsecond, true, 1, 0)
 	require.Equal(t, minInflight-sharedRefHold, f.refRoom(), "by reference")
 	require.Equal(t, minInflight, f.room(), "copied")
 	f.took(minInflight - sharedRefHold)
@@ -98,7 +98,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 	require.Equal(t, sharedRefHold, f.room())
 	f.marked = f.sent - 1 // all but a byte marked: only the full room asks
 	require.True(t, f.needMarker(), "no room for by-reference frames: a marker")
-	f.setBudget(10*time.Microsecond, false, 1)
+	f.setBudget(10*time.Microsecond, false, 1, 0)
 	require.Equal(t, sharedRefHold, f.refRoom(), "a lone stream's frames use the whole budget")
 }
 
@@ -106,7 +106,7 @@ func TestInflightSharedRefHold(t *testing.T) {
 func TestInflightBudget(t *testing.T) {
 	var f inflight
 	require.Equal(t, -1, f.room(), "no round trip yet: no bound")
-	f.setBudget(10*time.Microsecond, false, 1)
+	f.setBudget(10*time.Microsecond, false, 1, 0)
 	require.Equal(t, minInflight, f.budget, "a short round trip gets the least budget")
 	steps := []struct {
 		took     int
@@ -141,7 +141,7 @@ func TestInflightBudget(t *testing.T) {
 	require.Len(t, f.markers, 0)
 	require.Equal(t, minInflight, f.room())
 	// Long round trips scale the budget; off means no bound.
-	f.setBudget(10*time.Millisecond, false, 1)
+	f.setBudget(10*time.Millisecond, false, 1, 0)
 	require.Equal(t, int(0.01*inflightRate), f.budget)
 	f.off = true
 	require.Equal(t, -1, f.room())
@@ -155,10 +155,10 @@ func TestInflightBudget(t *testing.T) {
 // marker timeout switched the bound off.
 func TestInflightShrunkBudgetMarks(t *testing.T) {
 	var f inflight
-	f.setBudget(2*time.Millisecond, false, 1) // 2.5 MB at inflightRate
+	f.setBudget(2*time.Millisecond, false, 1, 0) // 2.5 MB at inflightRate
 	big := f.budget
 	require.False(t, f.took(big/markersPerBudget-1), "under a quarter of the budget: no marker due")
-	f.setBudget(10*time.Microsecond, false, 1)
+	f.setBudget(10*time.Microsecond, false, 1, 0)
 	require.Equal(t, 0, f.room(), "the shrunk budget is full")
 	require.True(t, f.needMarker(), "unmarked bytes in flight at a full budget need a marker")
 	id := f.mark()
@@ -176,14 +176,14 @@ func TestInflightShrunkBudgetMarks(t *testing.T) {
 func TestInflightEarlyMarkerShrunkBudgetMarks(t *testing.T) {
 	const frame = 256 << 10
 	var f inflight
-	f.setBudget(10*time.Microsecond, false, loneParallelScale)
+	f.setBudget(10*time.Microsecond, false, loneParallelScale, 0)
 	require.True(t, f.took(2*frame), "half the lone budget: a marker is due")
 	id := f.markAt(f.sent - frame) // before the batch's last frame
 	require.False(t, f.needMarker(), "marked")
 	require.True(t, answered(&f, id))
 	require.Equal(t, uint64(frame), f.sent-f.acked, "the last frame is in flight")
 	require.False(t, f.needMarker(), "budget left: the next bytes carry the next marker")
-	f.setBudget(10*time.Microsecond, false, 1)
+	f.setBudget(10*time.Microsecond, false, 1, 0)
 	require.Equal(t, 0, f.refRoom(), "the shrunk budget is full")
 	require.True(t, f.needMarker(), "bytes in flight that no marker covers, at a full budget, need one")
 	id = f.mark()
@@ -329,7 +329,7 @@ func TestWriteBatchMarksBeforeLastFrame(t *testing.T) {
 	newW := func(conn net.Conn) *writer {
 		w := &writer{conn: conn, codec: yamuxCodec{}, coalesce: true, parallel: true, writeTimeout: time.Minute,
 			maxBatch: maxBatch, sched: newScheduler(yamuxCodec{}, maxBatch)}
-		w.bound.setBudget(10*time.Microsecond, false, loneParallelScale)
+		w.bound.setBudget(10*time.Microsecond, false, loneParallelScale, 0)
 		return w
 	}
 	payload := make([]byte, 64<<10)
@@ -439,7 +439,7 @@ func TestWriteBatchSendsMarkerNow(t *testing.T) {
 func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
 	defer w.stopMarkerTimer()
-	w.bound.setBudget(10*time.Microsecond, false, 1)
+	w.bound.setBudget(10*time.Microsecond, false, 1, 0)
 	w.bound.sent = uint64(w.bound.budget - minRefCut/2) // room: half a cut
 	w.bound.marked = w.bound.sent
 	w.bound.markers = []marker{{id: w.bound.mark(), offset: w.bound.sent}} // a pong will come
@@ -464,8 +464,10 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 
 // TestWriterLoneParallelBudget: on a conn without writev with more than
 // one P, where the marker's round trip runs beside the writes, a lone
-// stream's budget is loneParallelScale times larger; once a second stream
-// sends it is back to one budget (sharedDecryptInflight's). Elsewhere
+// stream's budget is loneDecryptScale times larger and carries
+// loneDecryptMarkers markers in all; once a second stream sends it is
+// back to one budget (sharedDecryptInflight's, marked
+// sharedDecryptMarkers times). Elsewhere
 // (writev, or one P) the lone budgets follow the frames' size: before any
 // frame was sized, and for frames larger than loneSmallFrame, one budget
 // (no floor: see loneParallelScale); for small frames loneParallelScale
@@ -478,18 +480,22 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		var a, b streamSend
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
 		require.True(t, w.hasWorkLocked())
-		want := minInflight
+		want, every := minInflight, minInflight/markersPerBudget
 		if parallel {
-			want *= loneParallelScale
+			want = loneDecryptScale * minInflight
+			every = want / loneDecryptMarkers
 		}
 		require.Equal(t, want, w.bound.budget, "a lone stream's budget, parallel %v", parallel)
+		require.Equal(t, every, w.bound.markerEvery(), "a lone stream's marker spacing, parallel %v", parallel)
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 		require.True(t, w.hasWorkLocked())
-		want = minInflight
+		want, every = minInflight, minInflight/markersPerBudget
 		if parallel {
 			want = sharedDecryptInflight // no writev here (TestWriterSharedDecryptBudget)
+			every = want / sharedDecryptMarkers
 		}
 		require.Equal(t, want, w.bound.budget, "two streams' budget, parallel %v", parallel)
+		require.Equal(t, every, w.bound.markerEvery(), "two streams' marker spacing, parallel %v", parallel)
 		w.stopMarkerTimer()
 	}
 
@@ -560,7 +566,11 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w.loneAfter = time.Now()             // the quiet is over
 		w.sched.refFrameLen(5, len(payload)) // a 64 KiB frame: small (loneSmallFrame)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
+		lone := loneParallelScale * minInflight
+		if !writev {
+			lone = loneDecryptScale * minInflight
+		}
+		require.Equal(t, lone, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
 		w.stopMarkerTimer()
 	}
 }
@@ -658,7 +668,7 @@ func TestMarkerTimeoutNeedsAPeerThatSpeaks(t *testing.T) {
 	w := &writer{codec: yamuxCodec{}, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes),
 		inlineState: inlineState{received: &frames}, wake: make(chan struct{}, 1)}
 	f := &w.bound
-	f.setBudget(time.Millisecond, false, 1)
+	f.setBudget(time.Millisecond, false, 1, 0)
 	// arm blocks the writer and arms the timer, which the test fires itself.
 	arm := func() {
 		w.mu.Lock()
