@@ -142,18 +142,23 @@ const (
 	// budgets marked four times a 64 KiB stream sent a marker every three
 	// frames. What bounds a lone stream's bytes in flight is then the
 	// peer's receive window (twice the path's bandwidth-delay product,
-	// 256-512 KiB on loopback, recvwindow.go); the budget is a cap for a
+	// doubled while it limits the transfer, recvwindow.go: about 1.2 MiB
+	// in one-stream TLS bulk on loopback here, by its updates' spacing,
+	// which leaves the 3 MiB budget unused); the budget is a cap for a
 	// peer with larger windows (go-yamux grows them to 16 MiB): the next
 	// small frame of another stream waits behind at most 3 MiB, ~2.5 ms
 	// at 1.2 GB/s, and the budget is back to one for it (loneScale).
-	// Paired runs (session 26, AMD EPYC VM, GOMAXPROCS 2, TLS one-stream
-	// bulk, against four budgets marked four times, 8 rounds each): 16
-	// budgets marked twice x1.084 (8 of 8) and x1.037 (6 of 8); 32 marked
-	// twice x1.034; 8 marked twice (a marker every 768 KiB) x1.027; 16
-	// marked four times x1.022; no bound at all x1.10 (4 rounds); but four
+	// Measured (session 26, AMD EPYC VM, GOMAXPROCS 2, TLS, one-stream
+	// bulk, against four budgets marked four times; docs/measurements.md
+	// has the rest): 16 budgets marked twice x1.084 (8 of 8 rounds) and
+	// x1.037 (6 of 8); 8 or 32 marked twice x1.027 and x1.034; no bound at
+	// all x1.13 (3 of 4), with 16 MiB windows x1.12 (12 of 12); but four
 	// budgets marked once, where the budget binds and a marker is all
-	// that frees it, x0.81. Notifications over TLS at two P: 256 KiB
-	// x1.022, 64 KiB x0.999.
+	// that frees it, x0.81. The receiver's frames (pongs and window
+	// updates) fell from 0.38-0.45 a data frame to 0.15-0.17. Paired runs
+	// of the change: bulk x1.098 (8 of 10 pairs), notifications of 256 KiB
+	// x1.039 and 64 KiB x1.002, the ping beside one or 10 bulk streams
+	// within the pairs' spread (p50 x0.997-0.998).
 	loneDecryptScale = 16
 	// loneDecryptMarkers is how many markers loneDecryptScale budgets
 	// carry in all (see loneDecryptScale).
