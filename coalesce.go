@@ -150,8 +150,11 @@ type writer struct {
 	// The lone budgets' quiet (loneScale): shared is set while the budget
 	// is sized with more than one stream in the ring; the next lone sizing
 	// clears it and sets loneAfter, when the quiet ends (zero: no quiet).
-	shared      bool
-	loneAfter   time.Time
+	shared    bool
+	loneAfter time.Time
+	// alone: the last sizing found one stream that has sent alone for
+	// loneQuiet (loneScale); its batches are not corked (cork.go).
+	alone       bool
 	inlineState           // a stream's own write of a frame (inline.go)
 	rate        writeRate // how fast the conn takes large writes (writerate.go)
 
@@ -177,6 +180,7 @@ type batch struct {
 	tail     []byte      // a marker ping after the batch's data (inflight.go), or before its last by-reference frame (markEarly)
 	early    bool        // tail goes before the last of refs (markEarly)
 	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
+	alone    bool        // one stream has sent alone for loneQuiet (writer.alone): not corked (cork.go)
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
 }
@@ -455,6 +459,7 @@ func (w *writer) takeLocked() {
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
 	b.awaited = w.pongWaiter != nil // the read loop's pong is in ctrl (answerMarkerAndWait)
+	b.alone = w.alone
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
@@ -575,7 +580,7 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
+			worth := !b.alone && w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
 			if worth && !w.corked {
 				w.corked = w.cork.set(true)
 			}
@@ -814,8 +819,10 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 // stream that spoke within loneQuiet (a request beside a transfer, a
 // ping-pong) is likely to speak again soon. The clock is read only during
 // a quiet, not per batch of a session that is lone throughout (the idle
-// ping-pong, one-stream bulk). mu held.
+// ping-pong, one-stream bulk). It sets alone to whether the lone budgets
+// apply (such batches are not corked, cork.go). mu held.
 func (w *writer) loneScale(lone bool) (scale, markers int) {
+	w.alone = false
 	switched := w.sched.takeRefSwitch()
 	switch {
 	case !lone || switched:
@@ -831,6 +838,7 @@ func (w *writer) loneScale(lone bool) (scale, markers int) {
 		}
 		w.loneAfter = time.Time{}
 	}
+	w.alone = true
 	return w.loneBudgets()
 }
 

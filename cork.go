@@ -28,7 +28,8 @@ import "net"
 // So on a conn without writev whose security layer exposes the TCP
 // socket under it (tls.Conn.NetConn), the writer corks the socket
 // (TCP_CORK) for a batch of by-reference frames that spans two records
-// or more: the records leave as full segments. It keeps the cork on
+// or more, unless one stream has sent alone for loneQuiet (below): the
+// records leave as full segments. It keeps the cork on
 // while such batches come back to back (writer.corked), so that the
 // partial segment one batch leaves is filled by the next, and takes it
 // off once a batch is not worth a cork (control or copied frames: they
@@ -47,7 +48,30 @@ import "net"
 // x0.87, bulk x1.07; TestRecordCorkWholeSegments counts 44-46 segments
 // for 128 records where uncorking each batch sent 72-85. Batches of copied
 // (small) frames are left as they are: they measured no better corked
-// (100 x 64 B over TLS, 7 % fewer messages, within noise). Such a conn gets no TCP_NOTSENT_LOWAT:
+// (100 x 64 B over TLS, 7 % fewer messages, within noise).
+//
+// A stream that sends alone is not corked (batch.alone; session 26, on
+// the AMD EPYC VM now under PVM, with BBR as its congestion control,
+// which paces inside TCP on loopback). There the cork made one-stream
+// TLS bulk at one P bimodal: runs at 1,010-1,090 MB/s, beside raw TLS's
+// ~1,000, and runs at 560-790, the same code in the same minutes. In the
+// slow runs BBR paced the corked 64 KiB segments, one hrtimer interrupt
+// each (~9,800 per 10,000 frames; 0 in the fast runs, ~5,100 for raw
+// TLS's uncorked records), and a quarter of the samples sat in the
+// hypervisor's interrupt enable under the corked sendmsg's push.
+// Uncorked, a lone stream ran at 930-1,030 in every run. Paired against
+// the cork at GOMAXPROCS 1 over TLS, over four stretches of the session:
+// bulk x1.104, x1.137, x1.019 and x1.341 (9 of 10); 64 KiB
+// notifications x0.928, x0.923, x0.902 and x1.107 (8 of 10), 256 KiB
+// x0.936, x0.988, x1.022 and x1.101: the cork won where it ran fast and
+// lost by more where it did not; as built, bulk x1.092 (6 of 8), the
+// pings beside one or 10 bulk streams unchanged (p50 x0.976 and x1.003,
+// their bulk x1.026 and x0.999). Beside other streams it still paid,
+// and is kept there: the ping beside 10 bulk streams, uncorked, bulk
+// x0.94 (1 of 8 above) and p50 x1.07; beside one bulk stream bulk x0.94,
+// p50 x1.06.
+//
+// Such a conn gets no TCP_NOTSENT_LOWAT:
 // with the low-water mark, a corked partial segment of more than the mark
 // that the receiver's window held back kept the socket from ever turning
 // writable, until the cork's 200 ms ceiling (256 KiB notifications at one
