@@ -213,6 +213,28 @@ func BenchmarkPingPong(b *testing.B) {
 	}
 }
 
+// BenchmarkPingPongAfterQuiet: a 64 B request every RequestGap (10 ms)
+// beside one stream writing 64 KiB, on TCP and over TLS: each request is
+// the first small message after the transfer had the conn to itself, and
+// waits behind what the transfer has in flight (its window, or an
+// in-flight bound). One op is one round trip; reports p50 and p99 in µs
+// and the transfer's MB/s. -benchtime 100x takes about a second a run.
+func BenchmarkPingPongAfterQuiet(b *testing.B) {
+	for _, t := range transports() {
+		for _, c := range field() {
+			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) {
+				r, err := slowdown.PingPongAfterQuiet(context.Background(), t.over(c), b.N, slowdown.RequestGap, pingPongMaxTime)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 50).Nanoseconds())/1e3, "p50-us")
+				b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 99).Nanoseconds())/1e3, "p99-us")
+				b.ReportMetric(r.BulkMBps(), "bulk-MB/s")
+			})
+		}
+	}
+}
+
 // BenchmarkNotifications: Polkadot's notifications with backpressure, 2,000
 // messages of 64 KiB and 500 of 256 KiB written at once on one stream
 // (slowdown.Notify, as braidbench runs it). One op is the whole run, on a

@@ -238,6 +238,26 @@ func (r PingResult) BulkMBps() float64 {
 // PingPongLoad is PingPong that also reports what the neighbours moved
 // meanwhile, so that a muxer can't win the latency by starving bulk.
 func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, neighbours, 0, maxTime)
+}
+
+// RequestGap is the pause before each round trip of
+// PingPongAfterQuiet: longer than any muxer's notion of a stream sending
+// alone (braid's loneQuiet is 5 ms), so that each request is the first
+// small message beside a transfer that had the conn to itself.
+const RequestGap = 10 * time.Millisecond
+
+// PingPongAfterQuiet is PingPongLoad beside one bulk stream with gap
+// between the round trips: a request now and then beside a download, where
+// the request waits behind whatever the transfer has in flight when it
+// comes, not behind what a ping-pong's steady presence leaves it.
+func PingPongAfterQuiet(ctx context.Context, c contenders.Contender, n int, gap, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, 1, gap, maxTime)
+}
+
+// pingPongLoad is PingPongLoad with gap before each round trip that
+// counts (0: none).
+func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, gap, maxTime time.Duration) (PingResult, error) {
 	p, err := LoopbackPair(ctx, c)
 	if err != nil {
 		return PingResult{}, err
@@ -321,6 +341,9 @@ func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 		return i < n || (neighbours > 0 && bulk.Load()-bulk0 < BulkMeasured)
 	}
 	for i := 0; needMore(i) && (i == 0 || time.Since(start) < maxTime); i++ {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		if _, err := cs.Write(buf); err != nil {
 			return PingResult{}, ctxErr(ctx, err)
