@@ -150,11 +150,8 @@ type writer struct {
 	// The lone budgets' quiet (loneScale): shared is set while the budget
 	// is sized with more than one stream in the ring; the next lone sizing
 	// clears it and sets loneAfter, when the quiet ends (zero: no quiet).
-	shared    bool
-	loneAfter time.Time
-	// alone: the last sizing found one stream that has sent alone for
-	// loneQuiet (loneScale); its batches are not corked (cork.go).
-	alone       bool
+	shared      bool
+	loneAfter   time.Time
 	inlineState           // a stream's own write of a frame (inline.go)
 	rate        writeRate // how fast the conn takes large writes (writerate.go)
 
@@ -180,7 +177,7 @@ type batch struct {
 	tail     []byte      // a marker ping after the batch's data (inflight.go), or before its last by-reference frame (markEarly)
 	early    bool        // tail goes before the last of refs (markEarly)
 	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
-	alone    bool        // one stream has sent alone for loneQuiet (writer.alone): not corked (cork.go)
+	alone    bool        // one stream has sent alone for loneQuiet (writer.aloneLocked at take): not corked (cork.go)
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
 }
@@ -459,7 +456,7 @@ func (w *writer) takeLocked() {
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
 	b.awaited = w.pongWaiter != nil // the read loop's pong is in ctrl (answerMarkerAndWait)
-	b.alone = w.alone
+	b.alone = w.aloneLocked()
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
@@ -580,7 +577,7 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			worth := !b.alone && w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
+			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs), b.alone)
 			if worth && !w.corked {
 				w.corked = w.cork.set(true)
 			}
@@ -819,10 +816,8 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 // stream that spoke within loneQuiet (a request beside a transfer, a
 // ping-pong) is likely to speak again soon. The clock is read only during
 // a quiet, not per batch of a session that is lone throughout (the idle
-// ping-pong, one-stream bulk). It sets alone to whether the lone budgets
-// apply (such batches are not corked, cork.go). mu held.
+// ping-pong, one-stream bulk). mu held.
 func (w *writer) loneScale(lone bool) (scale, markers int) {
-	w.alone = false
 	switched := w.sched.takeRefSwitch()
 	switch {
 	case !lone || switched:
@@ -838,8 +833,17 @@ func (w *writer) loneScale(lone bool) (scale, markers int) {
 		}
 		w.loneAfter = time.Time{}
 	}
-	w.alone = true
 	return w.loneBudgets()
+}
+
+// aloneLocked tells whether the last sizing gave one stream the lone
+// budgets: loneScale found no other stream and no quiet running (it
+// clears loneAfter once the quiet is over, and sets shared while another
+// stream is in the ring). A session without a path (mplex: no pings, no
+// bound) is never sized, and never alone. Its batches are not corked
+// (cork.go). mu held.
+func (w *writer) aloneLocked() bool {
+	return w.path != nil && !w.shared && w.loneAfter.IsZero()
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for

@@ -100,9 +100,11 @@ func newRecordCork(conn net.Conn) recordCork {
 func (k recordCork) active() bool { return k.setCork != nil }
 
 // worth tells whether a batch of n bytes, with refs by-reference frames,
-// is corked: by-reference frames spanning two records or more.
-func (k recordCork) worth(n, refs int) bool {
-	return k.active() && refs > 0 && n >= 2*recordSize
+// is corked: by-reference frames spanning two records or more, unless
+// alone (one stream has sent alone for loneQuiet; see the top of the
+// file).
+func (k recordCork) worth(n, refs int, alone bool) bool {
+	return k.active() && !alone && refs > 0 && n >= 2*recordSize
 }
 
 // set corks (on) or uncorks the socket; it reports whether it did. It

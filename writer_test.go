@@ -548,6 +548,7 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
 		require.True(t, w.hasWorkLocked())
 		require.True(t, w.shared, "two streams in the ring: the quiet starts over")
+		require.False(t, w.aloneLocked(), "two streams in the ring: not alone")
 
 		// Both were written; c now sends alone.
 		var c streamSend
@@ -561,6 +562,7 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		require.Equal(t, want, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
 
 		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
+		require.False(t, w.aloneLocked(), "within the quiet: not alone yet")
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
 		w.loneAfter = time.Now()             // the quiet is over
@@ -571,6 +573,9 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 			lone = loneDecryptScale * minInflight
 		}
 		require.Equal(t, lone, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
+		require.True(t, w.aloneLocked(), "writev %v: alone for loneQuiet", writev)
+		w.takeLocked()
+		require.True(t, w.b.alone, "writev %v: the batch taken is alone: not corked", writev)
 		w.stopMarkerTimer()
 	}
 }
