@@ -179,9 +179,10 @@ func BenchmarkSmallMessages(b *testing.B) {
 // BenchmarkPingPong: round trips of 64 B on one stream, idle, beside 10
 // bulk streams going the same way (load=bulk: issue #12's target 1;
 // slowdown.PingPongLoad, as braidbench runs it) and beside one
-// (load=one-bulk). One op is one round trip; reports p50 and p99 in
-// microseconds and, beside bulk, the bulk streams' goodput meanwhile
-// (bulk-MB/s), so that no contender wins the latency by starving bulk.
+// (load=one-bulk). One op is one round trip; reports p50, p99 and the
+// mean (slowdown.Mean) in microseconds and, beside bulk, the bulk streams'
+// goodput meanwhile (bulk-MB/s), so that no contender wins the latency by
+// starving bulk.
 //
 // One bulk stream is the field's common case (a transfer and a peer's
 // requests beside it) and the one that prices a lone stream's in-flight
@@ -204,6 +205,7 @@ func BenchmarkPingPong(b *testing.B) {
 					}
 					b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 50).Nanoseconds())/1e3, "p50-us")
 					b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 99).Nanoseconds())/1e3, "p99-us")
+					b.ReportMetric(float64(slowdown.Mean(r.RTTs).Nanoseconds())/1e3, "mean-us")
 					if neighbours > 0 {
 						b.ReportMetric(r.BulkMBps(), "bulk-MB/s")
 					}
@@ -217,8 +219,8 @@ func BenchmarkPingPong(b *testing.B) {
 // beside one stream writing 64 KiB, on TCP and over TLS: each request is
 // the first small message after the transfer had the conn to itself, and
 // waits behind what the transfer has in flight (its window, or an
-// in-flight bound). One op is one round trip; reports p50 and p99 in µs
-// and the transfer's MB/s. -benchtime 100x takes about a second a run.
+// in-flight bound). One op is one round trip; reports p50, p99 and the
+// mean in µs and the transfer's MB/s. -benchtime 100x takes about a second a run.
 func BenchmarkPingPongAfterQuiet(b *testing.B) {
 	for _, t := range transports() {
 		for _, c := range field() {
@@ -229,6 +231,7 @@ func BenchmarkPingPongAfterQuiet(b *testing.B) {
 				}
 				b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 50).Nanoseconds())/1e3, "p50-us")
 				b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 99).Nanoseconds())/1e3, "p99-us")
+				b.ReportMetric(float64(slowdown.Mean(r.RTTs).Nanoseconds())/1e3, "mean-us")
 				b.ReportMetric(r.BulkMBps(), "bulk-MB/s")
 			})
 		}

@@ -378,6 +378,22 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(i, len(sorted)-1)]
 }
 
+// Mean returns the mean of d, 0 for none. Beside the percentiles it
+// weighs each round trip by its length: a muxer whose bulk traffic comes
+// in bursts has many fast round trips between the bursts and a few slow
+// ones inside them, a low p50 and a high p99, and its mean tells how long
+// a round trip took on average all the same.
+func Mean(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return sum / time.Duration(len(d))
+}
+
 // IdleStreamHeap opens n streams of c over loopback TCP, accepts them all,
 // and returns the heap they hold per stream, both ends together. The
 // contender must allow n incoming streams. The heap is the process's: run

@@ -80,3 +80,27 @@ func TestPingPongLoadMeasuresBulk(t *testing.T) {
 		}
 	}
 }
+
+// Percentile and Mean of a bursty set of round trips: many fast ones and
+// a few slow ones give a low p50 and a mean that counts the slow ones.
+func TestPercentileAndMean(t *testing.T) {
+	if Percentile(nil, 50) != 0 || Mean(nil) != 0 {
+		t.Fatal("Percentile and Mean of no round trips must be 0")
+	}
+	rtts := make([]time.Duration, 0, 100)
+	for range 90 {
+		rtts = append(rtts, 100*time.Microsecond)
+	}
+	for range 10 {
+		rtts = append(rtts, 1000*time.Microsecond)
+	}
+	if got := Percentile(rtts, 50); got != 100*time.Microsecond {
+		t.Errorf("p50 = %v, want 100µs", got)
+	}
+	if got := Percentile(rtts, 99); got != 1000*time.Microsecond {
+		t.Errorf("p99 = %v, want 1ms", got)
+	}
+	if got := Mean(rtts); got != 190*time.Microsecond {
+		t.Errorf("mean = %v, want 190µs", got)
+	}
+}
