@@ -220,7 +220,8 @@ func BenchmarkPingPong(b *testing.B) {
 // the first small message after the transfer had the conn to itself, and
 // waits behind what the transfer has in flight (its window, or an
 // in-flight bound). One op is one round trip; reports p50, p99 and the
-// mean in µs and the transfer's MB/s. -benchtime 100x takes about a second a run.
+// mean in µs and the transfer's MB/s. -benchtime 100x takes about a
+// second a run.
 func BenchmarkPingPongAfterQuiet(b *testing.B) {
 	for _, t := range transports() {
 		for _, c := range field() {

@@ -378,11 +378,11 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(i, len(sorted)-1)]
 }
 
-// Mean returns the mean of d, 0 for none. Beside the percentiles it
-// weighs each round trip by its length: a muxer whose bulk traffic comes
-// in bursts has many fast round trips between the bursts and a few slow
-// ones inside them, a low p50 and a high p99, and its mean tells how long
-// a round trip took on average all the same.
+// Mean returns the mean of d, 0 for none. A muxer whose bulk traffic
+// comes in bursts has many fast round trips between the bursts and a few
+// slow ones inside them: a low p50 that leaves the slow ones out, and a
+// p99 that shows only the slowest. The mean counts each by how long it
+// took.
 func Mean(d []time.Duration) time.Duration {
 	if len(d) == 0 {
 		return 0
