@@ -115,6 +115,10 @@ type writer struct {
 	// run starts): its least round trip sizes the in-flight budget, and
 	// markers' round trips go into it (markerAnswered).
 	path *pathState
+	// waker wakes the session's read loop out of the poller as a goroutine
+	// of braid's parks (readwake.go); nil where it does not apply. Set
+	// before run starts, never changed.
+	waker *readWaker
 	// deadlineRenew is when the conn's write deadline must be renewed
 	// (armWriteTimeout). It belongs to whoever writes the conn: run, or an
 	// inline write, one at a time (writing and inline, under mu, hand the
@@ -384,8 +388,10 @@ func (w *writer) waitLocked() bool {
 			continue
 		}
 		w.idle = true
+		boundBlocked := w.bound.blocked
 		w.mu.Unlock()
 		w.releaseBuffers()
+		w.waker.beforePark(boundBlocked)
 		<-w.wake
 		w.mu.Lock()
 	}

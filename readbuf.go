@@ -68,6 +68,10 @@ type readBuffer struct {
 	// the peer is alive in the middle of a frame whose payload takes
 	// longer than its wait to arrive (Session.keepAliveTick).
 	got atomic.Uint64
+	// parked is set while the read loop waits in a conn read of its own
+	// (not into a lent buffer): the read loop stores, anyone may load it
+	// (readWaker, readwake.go).
+	parked atomic.Bool
 }
 
 func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
@@ -254,7 +258,13 @@ func (b *readBuffer) connRead(p, tail []byte, lent bool) (int, error) {
 		if len(tail) > 0 {
 			n, err = b.vec.read(p, tail)
 		} else {
+			if !lent {
+				b.parked.Store(true)
+			}
 			n, err = b.conn.Read(p)
+			if !lent {
+				b.parked.Store(false)
+			}
 		}
 		if err == nil || b.cutter == nil || !b.cutter.cleared(err) {
 			return n, err

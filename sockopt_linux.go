@@ -3,6 +3,7 @@ package braid
 import (
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // setNotSentLowat bounds the bytes the kernel holds unsent on c's socket
@@ -65,6 +66,35 @@ func (s tcpSocket) getInt(opt int) (v int, ok bool) {
 		v, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, opt)
 	})
 	return v, err == nil && serr == nil
+}
+
+// socketPeek looks at a socket's receive queue; not safe for concurrent
+// use (readWaker serializes it). Its function is made once, so that a
+// look does not allocate.
+type socketPeek struct {
+	raw   syscall.RawConn
+	n     int32 // bytes in the receive queue, as the last look found
+	errno syscall.Errno
+	look  func(fd uintptr)
+}
+
+// peeker returns s's peek, or nil if s reaches no socket.
+func (s tcpSocket) peeker() *socketPeek {
+	if s.raw == nil {
+		return nil
+	}
+	p := &socketPeek{raw: s.raw}
+	p.look = func(fd uintptr) {
+		p.n = 0
+		_, _, p.errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&p.n)))
+	}
+	return p
+}
+
+// bytesWaiting reports whether the socket's receive queue holds bytes
+// (FIONREAD, which is TIOCINQ on Linux).
+func (p *socketPeek) bytesWaiting() bool {
+	return p.raw.Control(p.look) == nil && p.errno == 0 && p.n > 0
 }
 
 // corker returns a function that sets (on) or clears TCP_CORK on s and

@@ -18,5 +18,14 @@ type tcpSocket struct{}
 // socketUnder reaches no socket here.
 func socketUnder(net.Conn) tcpSocket { return tcpSocket{} }
 
+// socketPeek looks at no socket here.
+type socketPeek struct{}
+
+// peeker is nil: no socket is reached here.
+func (tcpSocket) peeker() *socketPeek { return nil }
+
+// bytesWaiting is false: no socket is looked at here.
+func (*socketPeek) bytesWaiting() bool { return false }
+
 // corker is nil: no socket is reached here.
 func (tcpSocket) corker() func(on bool) bool { return nil }

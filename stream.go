@@ -194,10 +194,12 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 		wait := waitChan(&s.readWait)
 		s.reading = true
 		s.mu.Unlock()
+		s.session.w.waker.readerWaits()
 		select {
 		case <-wait:
 		case <-s.readDeadline.wait():
 		}
+		s.session.w.waker.readerDone()
 		s.mu.Lock()
 		s.reading = false
 	}

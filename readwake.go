@@ -1,0 +1,109 @@
+package braid
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Waking the read loop out of the network poller (readWaker).
+//
+// On a conn without writev (TLS, noise) with more than one P, a read loop
+// that waits in a conn read is parked in Go's network poller, and the
+// scheduler polls the network only once a P runs out of work (or from
+// sysmon, after 10 ms). While both Ps run bulk traffic that is tens of
+// microseconds after the bytes came: a probe of the 64 B ping beside one
+// bulk stream over TLS at GOMAXPROCS 2 (session 27) had the reply on the
+// client's socket 22-119 µs before the client's read loop returned from
+// its read. So a goroutine of braid's that is about to park while a Read
+// waits for data looks at the socket under the conn, and if bytes wait
+// there and the read loop is parked in its read, cuts that read (the
+// lend's cut, lend.go): the runtime makes the read loop runnable on this
+// goroutine's P, which runs it next, as this goroutine parks. The read
+// loop takes the cut's timeout as nothing (readBuffer.connRead) and reads
+// what waits.
+//
+// Only where it paid (session 27, alternating runs against the code
+// without it, TLS, GOMAXPROCS 2, 5-6 rounds; docs/measurements.md):
+//
+//   - Not while the writer waits for the in-flight budget (inflight.go):
+//     then the bytes waiting are mostly the pongs that free it, and
+//     reading them sooner kept the budget full and the ping behind more
+//     bytes (beside 10 bulk streams, woken at every park: the ping's mean
+//     x1.39; with this rule x1.007, bulk x0.997).
+//   - Not without a Read that waits: only a Read's data is worth a
+//     wake-up; pongs and window updates can wait for the poller.
+//   - Not on a conn with writev (TCP): there the read loop rarely waits
+//     long, and the wake-ups cost the bulk beside a ping 17 % (x0.831,
+//     0 of 5 rounds above) for a p50 x1.04.
+//   - Not at one P (not measured): there the two ends take turns on the
+//     P, which runs out of work, and polls the network, at every turn.
+//
+// Paired runs of the built change against the code without it
+// (benchpairs, TLS, GOMAXPROCS 2): the ping beside one bulk stream p50
+// x0.554, mean x0.642, p99 x0.712, bulk x1.002 (6 pairs); a request every
+// 10 ms beside a transfer (BenchmarkPingPongAfterQuiet) p50 x0.599, mean
+// x0.751, the transfer x1.040 (6 pairs); beside 10 bulk streams p50
+// x1.004, mean x0.991, bulk x1.007 (10 pairs); one-stream bulk x0.987 (4
+// of 8 pairs above), notifications x1.031 and x1.002, the idle ping p50
+// x1.006.
+//
+// A look at the socket is one ioctl (FIONREAD); a goroutine that finds
+// another looking goes on without (TryLock).
+
+// readWaker wakes the read loop out of the poller; nil where it does not
+// apply (see the top of the file). Its methods are safe for concurrent
+// use and do nothing on nil.
+type readWaker struct {
+	peek    *socketPeek  // the socket under the conn
+	cutter  *readCutter  // cuts the read loop's read
+	parked  *atomic.Bool // the read loop waits in a conn read (readBuffer.parked)
+	readers atomic.Int32 // Reads waiting for data
+	mu      sync.Mutex   // one look at the socket at a time; guards peek
+}
+
+// newReadWaker returns the waker of a session over conn, or nil: only on
+// a conn without writev, at more than one P, whose reads can be cut
+// (cutter) and whose TCP socket is reached.
+func newReadWaker(conn net.Conn, cutter *readCutter, parked *atomic.Bool, writev, parallel bool) *readWaker {
+	if cutter == nil || writev || !parallel {
+		return nil
+	}
+	peek := socketUnder(conn).peeker()
+	if peek == nil {
+		return nil
+	}
+	return &readWaker{peek: peek, cutter: cutter, parked: parked}
+}
+
+// readerWaits and readerDone bracket a Read's wait for data.
+func (r *readWaker) readerWaits() {
+	if r != nil {
+		r.readers.Add(1)
+	}
+}
+
+func (r *readWaker) readerDone() {
+	if r != nil {
+		r.readers.Add(-1)
+	}
+}
+
+// beforePark is called by a goroutine of braid's about to park (the
+// writer waiting for work, a Write waiting for its by-reference frame),
+// with no lock held; boundBlocked tells that the writer waits for the
+// in-flight budget. It cuts the read loop's read when a Read waits, the
+// read loop is parked in its read, and bytes wait on the socket.
+func (r *readWaker) beforePark(boundBlocked bool) {
+	if r == nil || boundBlocked || r.readers.Load() == 0 || !r.parked.Load() {
+		return
+	}
+	if !r.mu.TryLock() {
+		return // another goroutine is looking
+	}
+	waiting := r.peek.bytesWaiting()
+	r.mu.Unlock()
+	if waiting {
+		r.cutter.cut()
+	}
+}

@@ -1,0 +1,99 @@
+package braid
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadWakerWhere: a waker only on a conn without writev, at more than
+// one P, whose reads can be cut; nil's methods do nothing; a session over
+// TLS at two P has one.
+func TestReadWakerWhere(t *testing.T) {
+	t1, _ := tlsPair(t)
+	c1, _ := tcpPair(t)
+	var parked atomic.Bool
+	require.NotNil(t, newReadWaker(t1, newReadCutter(t1), &parked, false, true))
+	require.Nil(t, newReadWaker(t1, newReadCutter(t1), &parked, false, false), "one P")
+	require.Nil(t, newReadWaker(c1, newReadCutter(c1), &parked, true, true), "a conn with writev")
+	require.Nil(t, newReadWaker(t1, nil, &parked, false, true), "reads that can't be cut")
+
+	var none *readWaker
+	none.readerWaits()
+	none.beforePark(false)
+	none.readerDone()
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	s1, s2 := tlsPair(t)
+	client, err := Client(s1, nil)
+	require.NoError(t, err)
+	defer client.Close()
+	server, err := Server(s2, nil)
+	require.NoError(t, err)
+	defer server.Close()
+	require.NotNil(t, client.w.waker, "TLS at two P")
+}
+
+// TestReadWakerCutsForAWaitingRead: the waker cuts the read loop's read
+// only when a Read waits, the writer is not waiting for the in-flight
+// budget, the read loop is parked in its read and bytes wait on the
+// socket; the cut read then returns the timeout that the cutter clears,
+// and the next read brings the bytes.
+func TestReadWakerCutsForAWaitingRead(t *testing.T) {
+	c1, c2 := tlsPair(t)
+	cutter := newReadCutter(c1)
+	var parked atomic.Bool
+	r := newReadWaker(c1, cutter, &parked, false, true)
+	require.NotNil(t, r)
+	asked := func() bool {
+		cutter.mu.Lock()
+		defer cutter.mu.Unlock()
+		return cutter.asked
+	}
+
+	parked.Store(true)
+	r.readerWaits()
+	r.beforePark(false)
+	require.False(t, asked(), "no bytes wait on the socket")
+
+	_, err := c2.Write([]byte("reply"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.peek.bytesWaiting()
+	}, 5*time.Second, time.Millisecond, "the peer's record reaches the socket")
+
+	r.beforePark(true)
+	require.False(t, asked(), "the writer waits for the in-flight budget")
+	r.readerDone()
+	r.beforePark(false)
+	require.False(t, asked(), "no Read waits")
+	r.readerWaits()
+	parked.Store(false)
+	r.beforePark(false)
+	require.False(t, asked(), "the read loop is not in a read")
+	parked.Store(true)
+	r.beforePark(false)
+	require.True(t, asked(), "a Read waits, bytes wait, the read loop is parked")
+
+	buf := make([]byte, 16)
+	n, err := c1.Read(buf)
+	require.Zero(t, n)
+	require.True(t, cutter.cleared(err), "the cut read returns the cut's timeout: %v", err)
+	n, err = c1.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "reply", string(buf[:n]))
+}
+
+// TestSocketPeekAllocates: a look at the socket allocates nothing.
+func TestSocketPeekAllocates(t *testing.T) {
+	c1, _ := tcpPair(t)
+	p := socketUnder(c1).peeker()
+	require.NotNil(t, p)
+	allocs := testing.AllocsPerRun(100, func() { p.bytesWaiting() })
+	require.Zero(t, allocs)
+}
