@@ -240,6 +240,18 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 		defer s.w.mu.Unlock()
 		return s.w.inline || s.w.writing || s.w.sched.busy()
 	}, 5*time.Second, time.Millisecond, "the Write's frames to be written")
+	// And until the conn's buffers are full: a write blocked for good
+	// (the peer reads none of it), so that the flush can't end before
+	// Close gives up on it. Before they fill, Close drops the Write's
+	// queued frames and the flush of the frames in the write under way
+	// could end within the Read's return: the writer done first, and
+	// the check below can't tell whether the Read waited for it.
+	require.Eventually(t, func() bool {
+		before := s.Stats()
+		time.Sleep(20 * time.Millisecond)
+		after := s.Stats()
+		return after.Writes == before.Writes && after.BytesSent == before.BytesSent
+	}, 10*time.Second, time.Millisecond, "the conn's buffers to fill")
 
 	closed := make(chan struct{})
 	go func() {
