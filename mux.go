@@ -157,7 +157,10 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	}
 	s.rideUpdates = rideUpdatesFor(s.caps, s.w)
 	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
-	s.w.waker = newReadWaker(conn, cutter, &s.br.parked, s.w.writev, s.w.parallel)
+	s.w.waker = newReadWaker(conn, cutter, s.w.writev, s.w.parallel)
+	if s.w.waker != nil {
+		s.br.parked = &s.w.waker.parked // before the read loop starts
+	}
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {

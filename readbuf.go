@@ -68,10 +68,11 @@ type readBuffer struct {
 	// the peer is alive in the middle of a frame whose payload takes
 	// longer than its wait to arrive (Session.keepAliveTick).
 	got atomic.Uint64
-	// parked is set while the read loop waits in a conn read of its own
-	// (not into a lent buffer): the read loop stores, anyone may load it
-	// (readWaker, readwake.go).
-	parked atomic.Bool
+	// parked is the read waker's flag (readwake.go), set while the read
+	// loop waits in a conn read of its own (not into a lent buffer); nil
+	// where the session has no waker, so that no read pays for it. Set
+	// before the read loop starts; the read loop stores, the waker loads.
+	parked *atomic.Bool
 }
 
 func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
@@ -258,11 +259,12 @@ func (b *readBuffer) connRead(p, tail []byte, lent bool) (int, error) {
 		if len(tail) > 0 {
 			n, err = b.vec.read(p, tail)
 		} else {
-			if !lent {
+			tell := !lent && b.parked != nil
+			if tell {
 				b.parked.Store(true)
 			}
 			n, err = b.conn.Read(p)
-			if !lent {
+			if tell {
 				b.parked.Store(false)
 			}
 		}

@@ -57,7 +57,7 @@ import (
 type readWaker struct {
 	peek    *socketPeek  // the socket under the conn
 	cutter  *readCutter  // cuts the read loop's read
-	parked  *atomic.Bool // the read loop waits in a conn read (readBuffer.parked)
+	parked  atomic.Bool  // the read loop waits in a conn read: the read loop stores it through readBuffer.parked
 	readers atomic.Int32 // Reads waiting for data
 	mu      sync.Mutex   // one look at the socket at a time; guards peek
 }
@@ -65,7 +65,7 @@ type readWaker struct {
 // newReadWaker returns the waker of a session over conn, or nil: only on
 // a conn without writev, at more than one P, whose reads can be cut
 // (cutter) and whose TCP socket is reached.
-func newReadWaker(conn net.Conn, cutter *readCutter, parked *atomic.Bool, writev, parallel bool) *readWaker {
+func newReadWaker(conn net.Conn, cutter *readCutter, writev, parallel bool) *readWaker {
 	if cutter == nil || writev || !parallel {
 		return nil
 	}
@@ -73,7 +73,7 @@ func newReadWaker(conn net.Conn, cutter *readCutter, parked *atomic.Bool, writev
 	if peek == nil {
 		return nil
 	}
-	return &readWaker{peek: peek, cutter: cutter, parked: parked}
+	return &readWaker{peek: peek, cutter: cutter}
 }
 
 // readerWaits and readerDone bracket a Read's wait for data.

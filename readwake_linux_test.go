@@ -2,7 +2,6 @@ package braid
 
 import (
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +14,10 @@ import (
 func TestReadWakerWhere(t *testing.T) {
 	t1, _ := tlsPair(t)
 	c1, _ := tcpPair(t)
-	var parked atomic.Bool
-	require.NotNil(t, newReadWaker(t1, newReadCutter(t1), &parked, false, true))
-	require.Nil(t, newReadWaker(t1, newReadCutter(t1), &parked, false, false), "one P")
-	require.Nil(t, newReadWaker(c1, newReadCutter(c1), &parked, true, true), "a conn with writev")
-	require.Nil(t, newReadWaker(t1, nil, &parked, false, true), "reads that can't be cut")
+	require.NotNil(t, newReadWaker(t1, newReadCutter(t1), false, true))
+	require.Nil(t, newReadWaker(t1, newReadCutter(t1), false, false), "one P")
+	require.Nil(t, newReadWaker(c1, newReadCutter(c1), true, true), "a conn with writev")
+	require.Nil(t, newReadWaker(t1, nil, false, true), "reads that can't be cut")
 
 	var none *readWaker
 	none.readerWaits()
@@ -45,8 +43,7 @@ func TestReadWakerWhere(t *testing.T) {
 func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	c1, c2 := tlsPair(t)
 	cutter := newReadCutter(c1)
-	var parked atomic.Bool
-	r := newReadWaker(c1, cutter, &parked, false, true)
+	r := newReadWaker(c1, cutter, false, true)
 	require.NotNil(t, r)
 	asked := func() bool {
 		cutter.mu.Lock()
@@ -54,7 +51,7 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 		return cutter.asked
 	}
 
-	parked.Store(true)
+	r.parked.Store(true)
 	r.readerWaits()
 	r.beforePark(false)
 	require.False(t, asked(), "no bytes wait on the socket")
@@ -73,10 +70,10 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	r.beforePark(false)
 	require.False(t, asked(), "no Read waits")
 	r.readerWaits()
-	parked.Store(false)
+	r.parked.Store(false)
 	r.beforePark(false)
 	require.False(t, asked(), "the read loop is not in a read")
-	parked.Store(true)
+	r.parked.Store(true)
 	r.beforePark(false)
 	require.True(t, asked(), "a Read waits, bytes wait, the read loop is parked")
 
