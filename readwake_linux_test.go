@@ -1,6 +1,7 @@
 package braid
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -33,6 +34,37 @@ func TestReadWakerWhere(t *testing.T) {
 	require.NoError(t, err)
 	defer server.Close()
 	require.NotNil(t, client.w.waker, "TLS at two P")
+	require.Same(t, &client.w.waker.parked, client.br.parked, "the read loop tells the waker when it parks")
+
+	// A Read that waits is counted while it waits.
+	st, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = st.Write([]byte("x"))
+	require.NoError(t, err)
+	peer, err := server.AcceptStream()
+	require.NoError(t, err)
+	read := make(chan error, 1)
+	go func() {
+		_, err := st.Read(make([]byte, 8))
+		read <- err
+	}()
+	require.Eventually(t, func() bool { return client.w.waker.readers.Load() == 1 },
+		5*time.Second, time.Millisecond, "the waiting Read to be counted")
+	_, err = peer.Write([]byte("y"))
+	require.NoError(t, err)
+	require.NoError(t, <-read)
+	require.Zero(t, client.w.waker.readers.Load(), "the Read that returned is not counted")
+
+	// Over TCP (writev) there is no waker, and reads tell no flag.
+	c3, c4 := tcpPair(t)
+	plain, err := Client(c3, nil)
+	require.NoError(t, err)
+	defer plain.Close()
+	other, err := Server(c4, nil)
+	require.NoError(t, err)
+	defer other.Close()
+	require.Nil(t, plain.w.waker)
+	require.Nil(t, plain.br.parked)
 }
 
 // TestReadWakerCutsForAWaitingRead: the waker cuts the read loop's read
