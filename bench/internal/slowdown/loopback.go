@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
@@ -238,7 +239,7 @@ func (r PingResult) BulkMBps() float64 {
 // PingPongLoad is PingPong that also reports what the neighbours moved
 // meanwhile, so that a muxer can't win the latency by starving bulk.
 func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) (PingResult, error) {
-	return pingPongLoad(ctx, c, n, neighbours, 0, maxTime)
+	return pingPongLoad(ctx, c, n, neighbours, nil, maxTime)
 }
 
 // RequestGap is the pause before each round trip of
@@ -252,12 +253,47 @@ const RequestGap = 10 * time.Millisecond
 // the request waits behind whatever the transfer has in flight when it
 // comes, not behind what a ping-pong's steady presence leaves it.
 func PingPongAfterQuiet(ctx context.Context, c contenders.Contender, n int, gap, maxTime time.Duration) (PingResult, error) {
-	return pingPongLoad(ctx, c, n, 1, gap, maxTime)
+	return pingPongLoad(ctx, c, n, 1, func() time.Duration { return gap }, maxTime)
 }
 
-// pingPongLoad is PingPongLoad with gap before each round trip that
-// counts (0: none).
-func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, gap, maxTime time.Duration) (PingResult, error) {
+// SpacedGap is the mean pause before each round trip of PingPongSpaced:
+// a few loaded round trips, so that each request comes at a moment of the
+// bulk streams' own choosing rather than right after the last reply;
+// below braid's loneQuiet (5 ms), so that the ping stream stays a
+// neighbour of the bulk streams; and short beside a bursty muxer's cycle
+// (hashicorp/yamux's 10 windows of 256 KiB take ~2.5 ms over TLS on
+// loopback), which the pauses spread the requests across. 2,000 round
+// trips take about 2.5 s.
+const SpacedGap = time.Millisecond
+
+// PingPongSpaced is PingPongLoad with a random pause before each round
+// trip, uniform in [0, 2*meanGap) from a fixed seed (every contender gets
+// the same pauses): requests that come at random moments beside the bulk
+// streams, as an RPC beside a transfer does.
+//
+// PingPongLoad's back-to-back round trips sample the bulk streams by
+// count, not by time: where a muxer's bulk comes in bursts, the round
+// trips that fall between bursts are fast and, being fast, are most of
+// the round trips, so its p50 is the p50 of its quiet moments. A request
+// that comes at a random moment sees each moment as often as it lasts.
+func PingPongSpaced(ctx context.Context, c contenders.Contender, n, neighbours int, meanGap, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, neighbours, spacedGaps(meanGap), maxTime)
+}
+
+// spacedGaps returns PingPongSpaced's pauses, uniform in [0, 2*mean), the
+// same sequence on every call.
+func spacedGaps(mean time.Duration) func() time.Duration {
+	rng := rand.New(rand.NewPCG(spacedSeed, spacedSeed))
+	return func() time.Duration { return time.Duration(rng.Int64N(int64(2 * mean))) }
+}
+
+// spacedSeed seeds spacedGaps: any fixed value, so that every contender and
+// every run waits the same pauses.
+const spacedSeed = 12
+
+// pingPongLoad is PingPongLoad with a pause of gap() before each round
+// trip that counts (nil: none).
+func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, gap func() time.Duration, maxTime time.Duration) (PingResult, error) {
 	p, err := LoopbackPair(ctx, c)
 	if err != nil {
 		return PingResult{}, err
@@ -341,8 +377,8 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 		return i < n || (neighbours > 0 && bulk.Load()-bulk0 < BulkMeasured)
 	}
 	for i := 0; needMore(i) && (i == 0 || time.Since(start) < maxTime); i++ {
-		if gap > 0 {
-			time.Sleep(gap)
+		if gap != nil {
+			time.Sleep(gap())
 		}
 		t0 := time.Now()
 		if _, err := cs.Write(buf); err != nil {

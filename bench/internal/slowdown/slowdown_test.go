@@ -104,3 +104,41 @@ func TestPercentileAndMean(t *testing.T) {
 		t.Errorf("mean = %v, want 190µs", got)
 	}
 }
+
+// PingPongSpaced's pauses are the same on every call, within [0, 2*mean)
+// and about mean on average, and the run takes them: its round trips
+// take at least the pauses before them (on an idle session, which makes
+// exactly the round trips asked for: 20 of them take well under a
+// millisecond without the pauses' ~20 ms).
+func TestPingPongSpacedPauses(t *testing.T) {
+	const n, mean = 1000, time.Millisecond
+	a, b := spacedGaps(mean), spacedGaps(mean)
+	var sum time.Duration
+	for i := range n {
+		g := a()
+		if g != b() {
+			t.Fatalf("pause %d differs between two sequences", i)
+		}
+		if g < 0 || g >= 2*mean {
+			t.Fatalf("pause %d is %v, want within [0, %v)", i, g, 2*mean)
+		}
+		sum += g
+	}
+	if avg := sum / n; avg < mean*9/10 || avg > mean*11/10 {
+		t.Errorf("mean pause %v, want within 10%% of %v", avg, mean)
+	}
+
+	const rounds = 20
+	var want time.Duration
+	gaps := spacedGaps(mean)
+	for range rounds {
+		want += gaps()
+	}
+	r, err := PingPongSpaced(t.Context(), contenders.Braid(true), rounds, 0, mean, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.RTTs) < rounds || r.Duration < want {
+		t.Errorf("%d round trips in %v, want at least %d after pauses of %v", len(r.RTTs), r.Duration, rounds, want)
+	}
+}
