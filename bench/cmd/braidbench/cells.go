@@ -65,6 +65,9 @@ const (
 	// The host rows' workloads.
 	wHostChunks = "host-chunks"
 	wHostNotify = "host-notify"
+	// wPingSpaced is the ping beside bulk streams at random moments
+	// (slowdown.PingPongSpaced), a workload of the pingpong rows.
+	wPingSpaced = "ping-spaced"
 )
 
 // workloadNames lists the workloads in report order.
@@ -115,6 +118,11 @@ func buildCells(opts options) []cell {
 			for _, procs := range p.LoopProcs {
 				add(pingCell(p, neighbours, t, procs))
 			}
+		}
+	}
+	for _, t := range transports {
+		for _, procs := range p.LoopProcs {
+			add(spacedPingCell(p, t, procs))
 		}
 	}
 	add(idleCell(p))

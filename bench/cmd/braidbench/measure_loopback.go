@@ -151,6 +151,38 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 	}
 }
 
+// spacedPingCell is the ping beside p.PingNeighbours bulk streams with a
+// random pause before each round trip (slowdown.PingPongSpaced, mean
+// slowdown.SpacedGap), over t at GOMAXPROCS procs: requests at random
+// moments of the bulk traffic, where the back-to-back ping of pingCell
+// samples a muxer whose bulk comes in bursts by count, mostly between
+// its bursts. No issue names it, so the verdict holds it to go-yamux.
+func spacedPingCell(p plan, t transport, procs int) cell {
+	count := fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
+		p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
+	id, title := atProcs("ping-spaced"+t.id, fmt.Sprintf(
+		"Ping-pong at random moments: %d B round trips on one stream beside %d bulk streams, each after a pause uniform in [0, %v), %s (%s)",
+		slowdown.PingPongSize, p.PingNeighbours, 2*slowdown.SpacedGap, t.where, count), procs)
+	return cell{
+		ID: id, Workload: wPingSpaced, Groups: []string{wPing},
+		Title:   title,
+		Params:  map[string]string{"neighbours": strconv.Itoa(p.PingNeighbours), "count": strconv.Itoa(p.PingCount), "transport": t.name()},
+		Metrics: []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}, {Key: mBulkMBps, Unit: "MB/s", Higher: true}},
+		Procs:   procs,
+		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
+			r, err := slowdown.PingPongSpaced(ctx, t.over(e), p.PingCount, p.PingNeighbours, slowdown.SpacedGap, p.PingMax)
+			if err != nil {
+				return nil, err
+			}
+			return sample{
+				mP50:      us(slowdown.Percentile(r.RTTs, 50)),
+				mP99:      us(slowdown.Percentile(r.RTTs, 99)),
+				mBulkMBps: r.BulkMBps(),
+			}, nil
+		},
+	}
+}
+
 func idleCell(p plan) cell {
 	return cell{
 		ID: "idle", Workload: wIdle, Groups: []string{wIdle},

@@ -538,6 +538,8 @@ func shortName(c *cellResult) string {
 		if p["neighbours"] != "0" {
 			s = "Ping-pong beside " + p["neighbours"] + " bulk streams"
 		}
+	case wPingSpaced:
+		s = "Spaced ping beside " + p["neighbours"] + " bulk streams"
 	case wIdle:
 		s = "Heap per idle stream"
 	case wChunks:
