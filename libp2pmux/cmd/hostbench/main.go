@@ -9,7 +9,9 @@
 //
 // The output is {"elapsed_ns":..., "ops":..., "alloc_bytes":..., "allocs":...}:
 // the wall time of the timed ops (chunks) or messages (notify), and the
-// heap allocations of the whole process meanwhile.
+// heap allocations of the whole process meanwhile. -cpuprofile FILE writes
+// a CPU profile of the run (both hosts, their set-up included) for go tool
+// pprof.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/braidmux/braid/libp2pmux/internal/hostbench"
@@ -39,8 +42,15 @@ func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// options are hostbench's flags.
+type options struct {
+	spec       hostbench.Spec
+	timeout    time.Duration
+	cpuProfile string // file for a CPU profile of the run; "" for none
+}
+
 func realMain(args []string, stdout, stderr io.Writer) int {
-	spec, timeout, err := parseFlags(args, stderr)
+	opts, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -48,9 +58,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "hostbench:", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, fmt.Errorf("timed out after %v", timeout))
+	ctx, cancel := context.WithTimeoutCause(context.Background(), opts.timeout, fmt.Errorf("timed out after %v", opts.timeout))
 	defer cancel()
-	res, err := hostbench.Run(ctx, spec)
+	res, err := runProfiled(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "hostbench:", err)
 		return exitFailure
@@ -62,10 +72,33 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func parseFlags(args []string, stderr io.Writer) (hostbench.Spec, time.Duration, error) {
+// runProfiled runs the measurement, under a CPU profile written to
+// opts.cpuProfile if it names a file.
+func runProfiled(ctx context.Context, opts options) (res hostbench.Result, err error) {
+	if opts.cpuProfile == "" {
+		return hostbench.Run(ctx, opts.spec)
+	}
+	f, err := os.Create(opts.cpuProfile)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return res, err
+	}
+	defer pprof.StopCPUProfile()
+	return hostbench.Run(ctx, opts.spec)
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("hostbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var s hostbench.Spec
+	var o options
+	s := &o.spec
 	var scenario, muxer string
 	var bandwidth float64
 	fs.StringVar(&scenario, "scenario", string(hostbench.Chunks), "chunks or notify")
@@ -81,17 +114,18 @@ func parseFlags(args []string, stderr io.Writer) (hostbench.Spec, time.Duration,
 	fs.IntVar(&s.Ops, "ops", 1, "chunks: timed ops")
 	fs.IntVar(&s.Count, "count", 100, "notify: messages")
 	fs.IntVar(&s.Size, "size", 64<<10, "notify: bytes per message")
-	timeout := fs.Duration("timeout", defaultTimeout, "longest the measurement may take")
+	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest the measurement may take")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
-		return s, 0, err
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		return s, 0, fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if *timeout <= 0 {
-		return s, 0, errors.New("-timeout must be positive")
+	if o.timeout <= 0 {
+		return o, errors.New("-timeout must be positive")
 	}
 	s.Scenario, s.Muxer = hostbench.Scenario(scenario), hostbench.Muxer(muxer)
 	s.Link.Bandwidth = int64(bandwidth)
-	return s, *timeout, s.Validate()
+	return o, s.Validate()
 }

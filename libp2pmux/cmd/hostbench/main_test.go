@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/braidmux/braid/libp2pmux/internal/hostbench"
@@ -40,5 +42,29 @@ func TestRealMain(t *testing.T) {
 		if code := realMain(args, &out, &errs); code != exitUsage || errs.Len() == 0 || out.Len() != 0 {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want a usage error", args, code, errs.String(), out.String())
 		}
+	}
+}
+
+// -cpuprofile writes a CPU profile of the run (gzip-compressed protobuf,
+// as go tool pprof reads it); a file it can't create fails the run.
+func TestRealMainCPUProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cpu.pprof")
+	var out, errs bytes.Buffer
+	args := []string{"-scenario", "notify", "-muxer", "braid", "-count", "20", "-cpuprofile", file}
+	if code := realMain(args, &out, &errs); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile of %d bytes does not start as gzip", len(b))
+	}
+	errs.Reset()
+	out.Reset()
+	args[len(args)-1] = filepath.Join(t.TempDir(), "missing", "cpu.pprof")
+	if code := realMain(args, &out, &errs); code != exitFailure || errs.Len() == 0 {
+		t.Errorf("unwritable profile: exit %d, stderr %q; want a failure", code, errs.String())
 	}
 }
