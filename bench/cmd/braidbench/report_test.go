@@ -160,6 +160,10 @@ func TestVerdict(t *testing.T) {
 			"braid": 850, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 900, "hashicorp": 600}), []status{statusUnmeasured, statusUnmeasured, statusWon}},
 		{"ping beside bulk: bulk starved", cellWith("ping-bulk", wPing, ping, bulkRate, map[string]float64{
 			"braid": 750, "braid-nocoalesce": 700, yamuxName: 1000, "smux": 900, "hashicorp": 600}), []status{statusUnmeasured, statusUnmeasured, statusLost}},
+		{"spaced ping: no target, held to yamux, not to the best other", cellWith("ping-spaced", wPingSpaced, ping, lat, map[string]float64{
+			"braid": 150, "braid-nocoalesce": 140, yamuxName: 1000, "smux": 200, "hashicorp": 160}), []status{statusWon}},
+		{"spaced ping: slower than yamux loses", cellWith("ping-spaced", wPingSpaced, ping, lat, map[string]float64{
+			"braid": 1100, yamuxName: 1000, "smux": 200}), []status{statusLost}},
 		{"tie within 1% is no worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
 			map[string]float64{"braid": 100.9, yamuxName: 100}), []status{statusWon}},
 		{"2% over is worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
