@@ -27,12 +27,7 @@ func TestReadWakerWhere(t *testing.T) {
 
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	s1, s2 := tlsPair(t)
-	client, err := Client(s1, nil)
-	require.NoError(t, err)
-	defer client.Close()
-	server, err := Server(s2, nil)
-	require.NoError(t, err)
-	defer server.Close()
+	client, server := sessionPairOver(t, s1, s2, nil)
 	require.NotNil(t, client.w.waker, "TLS at two P")
 	require.Same(t, &client.w.waker.parked, client.br.parked, "the read loop tells the waker when it parks")
 
@@ -57,12 +52,7 @@ func TestReadWakerWhere(t *testing.T) {
 
 	// Over TCP (writev) there is no waker, and reads tell no flag.
 	c3, c4 := tcpPair(t)
-	plain, err := Client(c3, nil)
-	require.NoError(t, err)
-	defer plain.Close()
-	other, err := Server(c4, nil)
-	require.NoError(t, err)
-	defer other.Close()
+	plain, _ := sessionPairOver(t, c3, c4, nil)
 	require.Nil(t, plain.w.waker)
 	require.Nil(t, plain.br.parked)
 }
