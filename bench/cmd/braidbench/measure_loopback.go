@@ -119,36 +119,53 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 	id += t.id
 	count := fmt.Sprintf("up to %d or %v", p.PingCount, p.PingMax)
 	if neighbours > 0 {
-		count = fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
-			p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
+		count = loadedPingCount(p)
 	}
 	id, title := atProcs(id, fmt.Sprintf("Ping-pong: %d B round trips on one stream, %s, %s (%s)",
 		slowdown.PingPongSize, load, t.where, count), procs)
-	metrics := []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}}
-	if neighbours > 0 {
-		metrics = append(metrics, metric{Key: mBulkMBps, Unit: "MB/s", Higher: true})
-	}
 	return cell{
 		ID: id, Workload: wPing, Groups: []string{wPing},
 		Title:   title,
 		Params:  map[string]string{"neighbours": strconv.Itoa(neighbours), "count": strconv.Itoa(p.PingCount), "transport": t.name()},
-		Metrics: metrics,
+		Metrics: pingMetrics(neighbours > 0),
 		Procs:   procs,
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
 			r, err := slowdown.PingPongLoad(ctx, t.over(e), p.PingCount, neighbours, p.PingMax)
 			if err != nil {
 				return nil, err
 			}
-			s := sample{
-				mP50: us(slowdown.Percentile(r.RTTs, 50)),
-				mP99: us(slowdown.Percentile(r.RTTs, 99)),
-			}
-			if neighbours > 0 {
-				s[mBulkMBps] = r.BulkMBps()
-			}
-			return s, nil
+			return pingSample(r, neighbours > 0), nil
 		},
 	}
+}
+
+// loadedPingCount says how many round trips a ping beside bulk streams
+// makes, for a cell's title.
+func loadedPingCount(p plan) string {
+	return fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
+		p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
+}
+
+// pingMetrics are a ping cell's metrics: p50 and p99, and with bulk the
+// neighbours' goodput.
+func pingMetrics(bulk bool) []metric {
+	m := []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}}
+	if bulk {
+		m = append(m, metric{Key: mBulkMBps, Unit: "MB/s", Higher: true})
+	}
+	return m
+}
+
+// pingSample is a ping run's sample of pingMetrics(bulk).
+func pingSample(r slowdown.PingResult, bulk bool) sample {
+	s := sample{
+		mP50: us(slowdown.Percentile(r.RTTs, 50)),
+		mP99: us(slowdown.Percentile(r.RTTs, 99)),
+	}
+	if bulk {
+		s[mBulkMBps] = r.BulkMBps()
+	}
+	return s
 }
 
 // spacedPingCell is the ping beside p.PingNeighbours bulk streams with a
@@ -158,27 +175,21 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 // samples a muxer whose bulk comes in bursts by count, mostly between
 // its bursts. No issue names it, so the verdict holds it to go-yamux.
 func spacedPingCell(p plan, t transport, procs int) cell {
-	count := fmt.Sprintf("%d, or more until the bulk streams have moved %d MiB; at most %v",
-		p.PingCount, slowdown.BulkMeasured>>20, p.PingMax)
 	id, title := atProcs("ping-spaced"+t.id, fmt.Sprintf(
 		"Ping-pong at random moments: %d B round trips on one stream beside %d bulk streams, each after a pause uniform in [0, %v), %s (%s)",
-		slowdown.PingPongSize, p.PingNeighbours, 2*slowdown.SpacedGap, t.where, count), procs)
+		slowdown.PingPongSize, p.PingNeighbours, 2*slowdown.SpacedGap, t.where, loadedPingCount(p)), procs)
 	return cell{
 		ID: id, Workload: wPingSpaced, Groups: []string{wPing},
 		Title:   title,
 		Params:  map[string]string{"neighbours": strconv.Itoa(p.PingNeighbours), "count": strconv.Itoa(p.PingCount), "transport": t.name()},
-		Metrics: []metric{{Key: mP50, Unit: "µs"}, {Key: mP99, Unit: "µs"}, {Key: mBulkMBps, Unit: "MB/s", Higher: true}},
+		Metrics: pingMetrics(true),
 		Procs:   procs,
 		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
 			r, err := slowdown.PingPongSpaced(ctx, t.over(e), p.PingCount, p.PingNeighbours, slowdown.SpacedGap, p.PingMax)
 			if err != nil {
 				return nil, err
 			}
-			return sample{
-				mP50:      us(slowdown.Percentile(r.RTTs, 50)),
-				mP99:      us(slowdown.Percentile(r.RTTs, 99)),
-				mBulkMBps: r.BulkMBps(),
-			}, nil
+			return pingSample(r, true), nil
 		},
 	}
 }
