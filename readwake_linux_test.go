@@ -38,11 +38,7 @@ func TestReadWakerWhere(t *testing.T) {
 	require.NoError(t, err)
 	peer, err := server.AcceptStream()
 	require.NoError(t, err)
-	read := make(chan error, 1)
-	go func() {
-		_, err := st.Read(make([]byte, 8))
-		read <- err
-	}()
+	read := readInBackground(st, 8)
 	require.Eventually(t, func() bool { return client.w.waker.readers.Load() == 1 },
 		5*time.Second, time.Millisecond, "the waiting Read to be counted")
 	_, err = peer.Write([]byte("y"))
