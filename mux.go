@@ -689,17 +689,22 @@ func (s *Session) removeStream(st *Stream) {
 
 // releaseStream returns what a stream leaving the table holds: its
 // memory, its share of the session budget, its place among the grown
-// streams. No lock held.
+// streams and in the ride list. No lock held.
 func (s *Session) releaseStream(st *Stream) {
 	st.mu.Lock()
 	mem, budget := st.takeReservedLocked()
 	grown := st.grownIn
 	st.grownIn = false
+	riding := st.rideQueued
+	st.rideQueued = false
 	st.mu.Unlock()
 	s.releaseMemory(mem)
 	s.releaseBudget(budget)
 	if grown {
 		s.untrackGrown(st)
+	}
+	if riding {
+		s.rides.remove(st)
 	}
 }
 
@@ -857,6 +862,9 @@ func (s *Session) readFrames() error {
 		if err != nil {
 			return err
 		}
+		if s.br.buffered() == 0 {
+			s.last = lastStream{} // the next read may wait: see lastStream
+		}
 	}
 }
 
@@ -870,6 +878,14 @@ func (s *Session) handleStreamFrame(h header) error {
 	st := s.lookupStream(h.streamID)
 	if st == nil {
 		// A stream we reset, refused or finished: drop what it carries.
+		if h.flags&(flagFIN|flagRST) != 0 {
+			// Its end is its flow's end all the same: a stream the
+			// application closed once it had read what it wanted (a
+			// request of known length) leaves the table before the
+			// peer's FIN comes, and the read loop must not wait for
+			// the next frame in 32 KiB (readbuf.go).
+			s.br.flowEnded()
+		}
 		if h.typ == typeData && h.length > 0 {
 			if h.length > max(s.cfg.MaxStreamWindow, uint32(s.caps.maxDataFrame)) {
 				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
@@ -996,15 +1012,19 @@ func (s *Session) lookupStream(id uint32) *Stream {
 	st := s.streams[id]
 	removals := s.removals.Load()
 	s.mu.Unlock()
-	if st != nil {
-		s.last = lastStream{st: st, removals: removals}
-	}
+	s.last = lastStream{st: st, removals: removals} // a miss drops a stale entry too
 	return st
 }
 
 // lastStream is the read loop's cache of one entry of Session.streams:
 // valid while no stream was removed since it was looked up (stream ids are
-// never reused, so an entry changes only by its removal).
+// never reused, so an entry changes only by its removal). It serves the
+// frames of one read of the conn: a miss replaces it, and the read loop
+// drops it once it has handled every frame it has read, before a read
+// that may wait, so that an idle session does not keep its last stream
+// (its buffers, its channels) alive after the stream left the table
+// (TestScaleIdleAfterBulk). A bulk flow's 64 KiB frame costs one lookup
+// under the session's lock; small frames that came in one read share it.
 type lastStream struct {
 	st       *Stream
 	removals uint64 // Session.removals when st was looked up

@@ -59,6 +59,24 @@ func (l *rideList) add(st *Stream) {
 	l.mu.Unlock()
 }
 
+// remove takes st, which is leaving the session's table, out of the
+// list: with no pong coming (an idle session, keep-alive off) its entry
+// would keep the closed stream alive. A stream not found is in the slice
+// the read loop took (take), which lets it go after its pass.
+func (l *rideList) remove(st *Stream) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, x := range l.streams {
+		if x == st {
+			last := len(l.streams) - 1
+			l.streams[i] = l.streams[last]
+			l.streams[last] = nil
+			l.streams = l.streams[:last]
+			return
+		}
+	}
+}
+
 // take returns the streams queued so far and empties the list. The slice
 // is valid until the next take; only the read loop calls it.
 func (l *rideList) take() []*Stream {
