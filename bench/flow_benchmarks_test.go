@@ -555,28 +555,75 @@ func BenchmarkIdleSessions(b *testing.B) {
 	impls := []contenders.Contender{rawOne(), contenders.Braid(true), contenders.Yamux(), contenders.Hashicorp()}
 	for _, c := range impls {
 		b.Run("impl="+c.Name, func(b *testing.B) {
-			var heap, goroutines float64
-			for range b.N {
-				h, g, err := idleSessions(c, idleSessionPairs, c.Name == "raw")
-				if err != nil {
-					b.Fatal(err)
-				}
-				heap += h
-				goroutines += g
-			}
-			b.ReportMetric(heap/float64(b.N), "B/pair")
-			b.ReportMetric(goroutines/float64(b.N), "goroutines/pair")
+			reportIdleSessions(b, c, idleFlow{pairs: idleSessionPairs, size: 1024})
 		})
 	}
 }
 
-// idleSessions makes n session pairs of c over loopback TCP, moves 1 KiB
-// on one stream of each and closes it (raw: the conn is the stream, and
-// stays open), and returns the heap and goroutines per pair while they
-// sit idle.
-func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, goroutinesPerPair float64, err error) {
+// idleAfterBulkPairs and idleAfterBulkBytes shape
+// BenchmarkIdleSessionsAfterBulk: fewer pairs than BenchmarkIdleSessions,
+// each moving enough that every contender's buffers grow to what a bulk
+// flow makes them (braid's 32 KiB read buffer after its first large
+// read, crypto/tls's input buffer).
+const (
+	idleAfterBulkPairs = 100
+	idleAfterBulkBytes = 4 << 20
+)
+
+// BenchmarkIdleSessionsAfterBulk: idleAfterBulkPairs session pairs of
+// each contender, over loopback TCP and over TLS, each of which moved
+// idleAfterBulkBytes one way as a request of known length, the way a
+// request-response protocol does: the receiver reads exactly that many
+// bytes and closes its stream, and the sender closes its own once it has
+// read that close, so its FIN comes for a stream its peer's session has
+// already let go of. Reports the heap and goroutines per pair while the
+// pairs sit idle (raw: the conn is the stream, and stays open). What a
+// finished flow leaves behind in a session that goes idle, which
+// BenchmarkIdleSessions's 1 KiB does not show.
+func BenchmarkIdleSessionsAfterBulk(b *testing.B) {
+	impls := []contenders.Contender{rawOne(), contenders.Braid(true), contenders.Yamux(), contenders.Hashicorp(), contenders.Smux()}
+	for _, t := range transports() {
+		for _, c := range impls {
+			b.Run(fmt.Sprintf("net=%s/impl=%s", t.name, c.Name), func(b *testing.B) {
+				reportIdleSessions(b, t.over(c), idleFlow{pairs: idleAfterBulkPairs, size: idleAfterBulkBytes, readerClosesFirst: true})
+			})
+		}
+	}
+}
+
+// idleFlow is what each pair of an idle-sessions benchmark does before it
+// sits idle: pairs pairs, each moving size bytes on one stream from the
+// client to the server. The client closes first (after its Write), unless
+// readerClosesFirst: then the server closes once it has the bytes.
+type idleFlow struct {
+	pairs             int
+	size              int
+	readerClosesFirst bool
+}
+
+// reportIdleSessions runs idleSessions for each op and reports the means
+// per pair.
+func reportIdleSessions(b *testing.B, c contenders.Contender, f idleFlow) {
+	var heap, goroutines float64
+	for range b.N {
+		h, g, err := idleSessions(c, f, c.Name == "raw")
+		if err != nil {
+			b.Fatal(err)
+		}
+		heap += h
+		goroutines += g
+	}
+	b.ReportMetric(heap/float64(b.N), "B/pair")
+	b.ReportMetric(goroutines/float64(b.N), "goroutines/pair")
+}
+
+// idleSessions makes f.pairs session pairs of c over loopback TCP, moves
+// f.size bytes on one stream of each and closes it at both ends (raw: the
+// conn is the stream, and stays open), and returns the heap and
+// goroutines per pair while they sit idle.
+func idleSessions(c contenders.Contender, f idleFlow, raw bool) (heapPerPair, goroutinesPerPair float64, err error) {
 	type pair struct{ client, server contenders.Session }
-	pairs := make([]pair, 0, n)
+	pairs := make([]pair, 0, f.pairs)
 	defer func() {
 		for _, p := range pairs {
 			p.client.Close()
@@ -585,8 +632,9 @@ func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, gorouti
 	}()
 	goroutines := runtime.NumGoroutine()
 	before := heapstat.Live()
-	msg := make([]byte, 1024)
-	for range n {
+	msg := make([]byte, f.size)
+	got := make([]byte, f.size)
+	for range f.pairs {
 		c1, c2, err := slowdown.TCPPair()
 		if err != nil {
 			return 0, 0, err
@@ -602,30 +650,37 @@ func idleSessions(c contenders.Contender, n int, raw bool) (heapPerPair, gorouti
 		if err != nil {
 			return 0, 0, err
 		}
-		if _, err := st.Write(msg); err != nil {
-			return 0, 0, err
-		}
+		sent := make(chan error, 1)
+		go func() { _, err := st.Write(msg); sent <- err }()
 		peer, err := server.Accept()
 		if err != nil {
 			return 0, 0, err
 		}
-		if _, err := io.ReadFull(peer, make([]byte, len(msg))); err != nil {
+		if _, err := io.ReadFull(peer, got); err != nil {
 			return 0, 0, err
 		}
-		if !raw {
-			if err := st.Close(); err != nil {
-				return 0, 0, err
-			}
-			if _, err := io.Copy(io.Discard, peer); err != nil {
-				return 0, 0, err
-			}
-			if err := peer.Close(); err != nil {
-				return 0, 0, err
-			}
+		if err := <-sent; err != nil {
+			return 0, 0, err
+		}
+		if raw {
+			continue
+		}
+		first, second := contenders.Stream(st), contenders.Stream(peer)
+		if f.readerClosesFirst {
+			first, second = second, first
+		}
+		if err := first.Close(); err != nil {
+			return 0, 0, err
+		}
+		if _, err := io.Copy(io.Discard, second); err != nil {
+			return 0, 0, err
+		}
+		if err := second.Close(); err != nil {
+			return 0, 0, err
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
-	heapPerPair = float64(int64(heapstat.Live())-int64(before)) / float64(n)
-	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(n)
+	heapPerPair = float64(int64(heapstat.Live())-int64(before)) / float64(f.pairs)
+	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(f.pairs)
 	return heapPerPair, goroutinesPerPair, nil
 }
