@@ -777,3 +777,33 @@ func TestMarkerTimeoutAfterFailStops(t *testing.T) {
 	w.markerTimeout()
 	require.Nil(t, w.bound.timer, "the timer re-armed on a stopped writer")
 }
+
+// TestWriterTrimsControlBuffersWhenIdle: control buffers that a burst of
+// control frames grew past maxIdleCtrl are let go as the writer parks,
+// so that an idle session does not keep them; the frames all go out.
+// Fails without trimCtrlLocked: the buffers keep 12 KiB or more each.
+func TestWriterTrimsControlBuffersWhenIdle(t *testing.T) {
+	client, server := sessionPair(t, nil)
+	const frames = 2000 // 24,000 bytes: past maxIdleCtrl, within maxQueuedCtrlBytes
+	before := server.Stats().FramesReceived
+	w := client.w
+	w.mu.Lock()
+	for i := range frames {
+		// Window updates of streams never opened: the peer drops them.
+		w.appendCtrlLocked(header{typ: typeWindowUpdate, streamID: uint32(1001 + 2*i), length: 1})
+	}
+	w.signal()
+	w.mu.Unlock()
+	require.Eventually(t, func() bool {
+		return server.Stats().FramesReceived-before >= frames
+	}, eventually, time.Millisecond, "the control frames arrive")
+	var ctrl, spare, ends int
+	kept := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		ctrl, spare, ends = cap(w.ctrl), cap(w.spareCtrl), cap(w.ctrlEnds)*headerSize
+		return w.idle && ctrl <= maxIdleCtrl && spare <= maxIdleCtrl && ends <= maxIdleCtrl
+	}
+	require.Eventually(t, kept, eventually, time.Millisecond)
+	t.Logf("an idle writer keeps ctrl %d, spare %d, ends %d bytes", ctrl, spare, ends)
+}
