@@ -68,11 +68,14 @@ const (
 	// wPingSpaced is the ping beside bulk streams at random moments
 	// (slowdown.PingPongSpaced), a workload of the pingpong rows.
 	wPingSpaced = "ping-spaced"
+	// wRPC is the request-response pattern, a new stream per call
+	// (slowdown.StreamRPC).
+	wRPC = "rpc"
 )
 
 // workloadNames lists the workloads in report order.
 func workloadNames() []string {
-	return []string{wBulk, wSmall, wPing, wIdle, wSlowdown, wPackets, wChunks, wNotify, wHosts}
+	return []string{wBulk, wSmall, wPing, wRPC, wIdle, wSlowdown, wPackets, wChunks, wNotify, wHosts}
 }
 
 // Metric keys.
@@ -89,6 +92,7 @@ const (
 	mAllocsOp  = "allocs/op"
 	mTimeMsg   = "µs/msg"
 	mBulkMBps  = "bulk MB/s"
+	mCallsps   = "calls/s"
 )
 
 // buildCells returns the cells opts asks for, in report order.
@@ -123,6 +127,13 @@ func buildCells(opts options) []cell {
 	for _, t := range transports {
 		for _, procs := range p.LoopProcs {
 			add(spacedPingCell(p, t, procs))
+		}
+	}
+	for _, t := range transports {
+		for _, procs := range p.LoopProcs {
+			for _, callers := range p.RPCCallers {
+				add(rpcCell(p, t, procs, callers))
+			}
 		}
 	}
 	add(idleCell(p))

@@ -40,6 +40,10 @@ type plan struct {
 	HostBatched         bool                 `json:"host_batched"`
 	HostNotify          []slowdown.NotifyRun `json:"host_notify"`
 	HostNotifyLinkCount int                  `json:"host_notify_link_count"`
+	// The request-response rows (slowdown.StreamRPC): the calls of one
+	// run, shared by its callers, and the callers at once of each row.
+	RPCCalls   int   `json:"rpc_calls"`
+	RPCCallers []int `json:"rpc_callers"`
 }
 
 // The published experiments' sizes.
@@ -81,8 +85,15 @@ func defaultPlan() plan {
 		HostBatched:         true,
 		HostNotify:          slowdown.NotifyTargetRuns(),
 		HostNotifyLinkCount: 100,
+		RPCCalls:            defaultRPCCalls,
+		RPCCallers:          []int{1, 32},
 	}
 }
+
+// defaultRPCCalls is the default plan's calls of a request-response run:
+// 2,000, about 70 ms of braid's at one caller and 30 ms at 32, and half a
+// second of the slowest contender's at one caller.
+const defaultRPCCalls = 2000
 
 // quickPlan is the default plan with smaller workloads.
 func quickPlan() plan {
@@ -99,6 +110,8 @@ func quickPlan() plan {
 	p.HostBatched = false
 	p.HostNotify = []slowdown.NotifyRun{{Count: 20, Size: notifySmall}}
 	p.HostNotifyLinkCount = 20
+	p.RPCCalls = 100
+	p.RPCCallers = []int{8}
 	return p
 }
 

@@ -155,6 +155,12 @@ func buildSections(rep *report) []section {
 	}
 	add(section{id: "pingpong", title: "Ping-pong round trip (RTT p50 / p99)", charts: rtt})
 
+	var rpc []chart
+	for _, c := range byWorkload(wRPC) {
+		rpc = append(rpc, metricChart(shortName(c), detail(c), mCallsps, []*cellResult{c}, nil))
+	}
+	add(section{id: "rpc", title: "Request-response, a new stream per call", charts: rpc})
+
 	var idle []chart
 	for _, c := range byWorkload(wIdle) {
 		idle = append(idle, metricChart(shortName(c), detail(c), mHeap, []*cellResult{c}, nil))

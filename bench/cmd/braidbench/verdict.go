@@ -540,6 +540,8 @@ func shortName(c *cellResult) string {
 		}
 	case wPingSpaced:
 		s = "Spaced ping beside " + p["neighbours"] + " bulk streams"
+	case wRPC:
+		s = "Request-response, " + callersLabel(p["callers"])
 	case wIdle:
 		s = "Heap per idle stream"
 	case wChunks:
