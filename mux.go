@@ -72,7 +72,7 @@ type Session struct {
 
 	mu           sync.Mutex // guards the fields below
 	streams      map[uint32]*Stream
-	streamsPeak  int                 // the most streams held since streams was last made (tableShrunk)
+	streamsPeak  int                 // the most streams held since streams was last made (shrinkTableLocked)
 	nextID       uint32              // the id our next stream gets
 	incoming     int                 // streams the peer opened that are still in streams
 	unacked      int                 // streams we opened that wait for the peer's ACK
@@ -1049,7 +1049,7 @@ func (s *Session) lookupStream(id uint32) *Stream {
 // drops it once it has handled every frame it has read, before a read
 // that may wait, so that an idle session does not keep its last stream
 // (its buffers, its channels) alive after the stream left the table
-// (TestScaleIdleAfterBulk). A bulk flow's 64 KiB frame costs one lookup
+// (TestClosedStreamsAreCollected). A bulk flow's 64 KiB frame costs one lookup
 // under the session's lock; small frames that came in one read share it.
 type lastStream struct {
 	st       *Stream

@@ -61,8 +61,11 @@ func (l *rideList) add(st *Stream) {
 
 // remove takes st, which is leaving the session's table, out of the
 // list: with no pong coming (an idle session, keep-alive off) its entry
-// would keep the closed stream alive. A stream not found is in the slice
-// the read loop took (take), which lets it go after its pass.
+// would keep the closed stream alive. The list holds at most the open
+// streams whose update waits, so a scan does. A stream not found is in
+// the slice the read loop took (take), which lets it go after its pass;
+// one that a Read adds as the stream leaves the table (queueRideLocked's
+// caller adds it with no lock held) stays until the next pong, as before.
 func (l *rideList) remove(st *Stream) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
