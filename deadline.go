@@ -8,14 +8,27 @@ import (
 
 // deadline is a settable point in time with a channel that is closed when
 // it passes, so that calls already waiting wake up (the pipeDeadline
-// pattern of net.Pipe). It costs one timer per SetDeadline, never one per
-// wait, and nothing until first used. Every Read and Write asks for it, so
-// wait and expired take no lock once the channel exists: they load it.
+// pattern of net.Pipe). It costs one timer for its life (armedTimer), made
+// on the first deadline in the future and armed anew (Reset) by each one
+// after, never one per wait, and nothing until first used: a protocol
+// that sets a deadline around every read or write allocates nothing for
+// it (two allocations a set before session 29, the timer and its func).
+// Every Read and Write asks for it, so wait and expired take no lock once
+// the channel exists: they load it.
 type deadline struct {
-	mu     sync.Mutex // guards timer and the changes of cancel
-	timer  *time.Timer
+	mu     sync.Mutex                    // guards armed and the changes of cancel
+	armed  *armedTimer                   // made on the first deadline in the future; nil until then
 	cancel chan struct{}                 // closed when the deadline has passed; nil = not made yet
 	ch     atomic.Pointer[chan struct{}] // cancel, for wait and expired without mu; set under mu
+}
+
+// armedTimer is a deadline's one timer, which runs deadline.fire, and the
+// deadline it is armed for. Out of line, so that a stream that never sets
+// a deadline holds one pointer for it (idle streams: TestScaleManyStreams).
+// Guarded by the deadline's mu.
+type armedTimer struct {
+	timer *time.Timer
+	at    time.Time // zero while no deadline is armed
 }
 
 // setCancel replaces the channel. mu held.
@@ -32,13 +45,17 @@ func (d *deadline) setCancel(c chan struct{}) {
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() && d.cancel != nil && !isClosed(d.cancel) {
-		// The timer fired but its func waits for mu: its deadline passed,
-		// so close cancel for it (it then finds a new channel and does
-		// nothing) rather than strand the calls waiting on cancel.
+	a := d.armed
+	if a != nil && !a.timer.Stop() && !a.at.IsZero() && d.cancel != nil && !isClosed(d.cancel) {
+		// The timer fired but fire waits for mu: its deadline passed,
+		// so close cancel for it (fire then finds its deadline gone or
+		// moved, and does nothing) rather than strand the calls waiting
+		// on cancel.
 		close(d.cancel)
 	}
-	d.timer = nil
+	if a != nil {
+		a.at = time.Time{}
+	}
 	closed := d.cancel != nil && isClosed(d.cancel)
 	if t.IsZero() {
 		if closed {
@@ -50,20 +67,33 @@ func (d *deadline) set(t time.Time) {
 		if closed || d.cancel == nil {
 			d.setCancel(make(chan struct{}))
 		}
-		cancel := d.cancel
-		d.timer = time.AfterFunc(dur, func() {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if d.cancel == cancel && !isClosed(cancel) {
-				close(cancel)
-			}
-		})
+		if a == nil {
+			d.armed = &armedTimer{at: t}
+			d.armed.timer = time.AfterFunc(dur, d.fire)
+		} else {
+			a.at = t
+			a.timer.Reset(dur) // after a Stop that came too late, fire runs twice: the first finds at moved
+		}
 		return
 	}
 	if !closed {
 		if d.cancel == nil {
 			d.setCancel(make(chan struct{}))
 		}
+		close(d.cancel)
+	}
+}
+
+// fire is the timer's: it closes cancel if the deadline it was armed for
+// is still the deadline and has passed. A run for a deadline since
+// cleared or moved later finds at zero or ahead, and leaves cancel.
+func (d *deadline) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a := d.armed; a == nil || a.at.IsZero() || time.Now().Before(a.at) {
+		return
+	}
+	if d.cancel != nil && !isClosed(d.cancel) {
 		close(d.cancel)
 	}
 }
@@ -92,9 +122,9 @@ func (d *deadline) expired() bool {
 func (d *deadline) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
+	if d.armed != nil {
+		d.armed.timer.Stop()
+		d.armed = nil
 	}
 }
 
