@@ -602,26 +602,35 @@ type idleFlow struct {
 }
 
 // reportIdleSessions runs idleSessions for each op and reports the means
-// per pair.
+// per pair: heap, goroutines, and the goroutines' stacks, which are not
+// heap.
 func reportIdleSessions(b *testing.B, c contenders.Contender, f idleFlow) {
-	var heap, goroutines float64
+	var sum idleCost
 	for range b.N {
-		h, g, err := idleSessions(c, f, c.Name == "raw")
+		cost, err := idleSessions(c, f, c.Name == "raw")
 		if err != nil {
 			b.Fatal(err)
 		}
-		heap += h
-		goroutines += g
+		sum.heap += cost.heap
+		sum.goroutines += cost.goroutines
+		sum.stack += cost.stack
 	}
-	b.ReportMetric(heap/float64(b.N), "B/pair")
-	b.ReportMetric(goroutines/float64(b.N), "goroutines/pair")
+	b.ReportMetric(sum.heap/float64(b.N), "B/pair")
+	b.ReportMetric(sum.goroutines/float64(b.N), "goroutines/pair")
+	b.ReportMetric(sum.stack/float64(b.N), "stack-B/pair")
+}
+
+// idleCost is what one idle session pair holds: heap bytes, goroutines,
+// and the bytes of their stacks.
+type idleCost struct {
+	heap, goroutines, stack float64
 }
 
 // idleSessions makes f.pairs session pairs of c over loopback TCP, moves
 // f.size bytes on one stream of each and closes it at both ends (raw: the
-// conn is the stream, and stays open), and returns the heap and
-// goroutines per pair while they sit idle.
-func idleSessions(c contenders.Contender, f idleFlow, raw bool) (heapPerPair, goroutinesPerPair float64, err error) {
+// conn is the stream, and stays open), and returns what a pair holds
+// while they sit idle.
+func idleSessions(c contenders.Contender, f idleFlow, raw bool) (idleCost, error) {
 	type pair struct{ client, server contenders.Session }
 	pairs := make([]pair, 0, f.pairs)
 	defer func() {
@@ -631,36 +640,37 @@ func idleSessions(c contenders.Contender, f idleFlow, raw bool) (heapPerPair, go
 		}
 	}()
 	goroutines := runtime.NumGoroutine()
+	stacks := heapstat.Stacks()
 	before := heapstat.Live()
 	msg := make([]byte, f.size)
 	got := make([]byte, f.size)
 	for range f.pairs {
 		c1, c2, err := slowdown.TCPPair()
 		if err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		client, server, err := c.New(c1, c2)
 		if err != nil {
 			c1.Close()
 			c2.Close()
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		pairs = append(pairs, pair{client, server})
 		st, err := client.Open(context.Background())
 		if err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		sent := make(chan error, 1)
 		go func() { _, err := st.Write(msg); sent <- err }()
 		peer, err := server.Accept()
 		if err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		if _, err := io.ReadFull(peer, got); err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		if err := <-sent; err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		if raw {
 			continue
@@ -670,17 +680,20 @@ func idleSessions(c contenders.Contender, f idleFlow, raw bool) (heapPerPair, go
 			first, second = second, first
 		}
 		if err := first.Close(); err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		if _, err := io.Copy(io.Discard, second); err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 		if err := second.Close(); err != nil {
-			return 0, 0, err
+			return idleCost{}, err
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
-	heapPerPair = float64(int64(heapstat.Live())-int64(before)) / float64(f.pairs)
-	goroutinesPerPair = float64(runtime.NumGoroutine()-goroutines) / float64(f.pairs)
-	return heapPerPair, goroutinesPerPair, nil
+	n := float64(f.pairs)
+	return idleCost{
+		heap:       float64(int64(heapstat.Live())-int64(before)) / n,
+		goroutines: float64(runtime.NumGoroutine()-goroutines) / n,
+		stack:      float64(int64(heapstat.Stacks())-int64(stacks)) / n,
+	}, nil
 }

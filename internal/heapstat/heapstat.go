@@ -14,3 +14,15 @@ func Live() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// Stacks returns the bytes of goroutine stacks in use after the same two
+// collections (a collection shrinks the stacks that use little of
+// theirs): what goroutines cost beside the heap, since an idle
+// goroutine's stack is not heap.
+func Stacks() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.StackInuse
+}
