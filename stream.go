@@ -458,12 +458,14 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 		if !flowControl {
 			return min(want, quantum), s.takeFlagsLocked(), nil
 		}
-		// The wait channel is made before the credit is looked at: a
-		// window update adds credit, then notifies with mu held.
-		wait := waitChan(&s.writeWait)
 		if n := s.session.w.takeCredit(&s.send, min(want, quantum)); n > 0 {
 			return n, s.takeFlagsLocked(), nil
 		}
+		// Made only now that the Write must wait (a stream whose
+		// credit suffices never makes it): a window update adds credit
+		// and notifies with mu held (addSendWindow), so none can come
+		// between the look at the credit above and the wait below.
+		wait := waitChan(&s.writeWait)
 		s.mu.Unlock()
 		select {
 		case <-wait:
