@@ -877,6 +877,15 @@ func (s *Session) readFrames() error {
 		switch h.typ {
 		case typeData, typeWindowUpdate:
 			err = s.handleStreamFrame(h)
+			if h.flags&(flagFIN|flagRST) != 0 {
+				// A stream's end may be its bulk flow's (readbuf.go),
+				// marked once its payload is read. The stream's or not:
+				// a stream the application closed once it had read what
+				// it wanted (a request of known length) leaves the table
+				// before the peer's FIN comes, and that FIN ends the
+				// flow all the same.
+				s.br.flowEnded()
+			}
 		case typePing:
 			s.handlePing(h)
 		case typeGoAway:
@@ -904,14 +913,6 @@ func (s *Session) handleStreamFrame(h header) error {
 	st := s.lookupStream(h.streamID)
 	if st == nil {
 		// A stream we reset, refused or finished: drop what it carries.
-		if h.flags&(flagFIN|flagRST) != 0 {
-			// Its end is its flow's end all the same: a stream the
-			// application closed once it had read what it wanted (a
-			// request of known length) leaves the table before the
-			// peer's FIN comes, and the read loop must not wait for
-			// the next frame in 32 KiB (readbuf.go).
-			s.br.flowEnded()
-		}
 		if h.typ == typeData && h.length > 0 {
 			if h.length > max(s.cfg.MaxStreamWindow, uint32(s.caps.maxDataFrame)) {
 				return &ProtocolError{Reason: "data frame larger than any window", StreamID: h.streamID}
@@ -981,9 +982,6 @@ func (s *Session) handleStreamFrame(h header) error {
 		if !st.addSendWindow(h.length) {
 			return &ProtocolError{Reason: "window update overflows the send window", StreamID: h.streamID}
 		}
-	}
-	if h.flags&(flagFIN|flagRST) != 0 {
-		s.br.flowEnded() // a stream's end may be its bulk flow's (readbuf.go)
 	}
 	if h.flags&flagFIN != 0 {
 		st.remoteFIN()
