@@ -640,8 +640,7 @@ func idleSessions(c contenders.Contender, f idleFlow, raw bool) (idleCost, error
 		}
 	}()
 	goroutines := runtime.NumGoroutine()
-	stacks := heapstat.Stacks()
-	before := heapstat.Live()
+	before := heapstat.Settled()
 	msg := make([]byte, f.size)
 	got := make([]byte, f.size)
 	for range f.pairs {
@@ -690,10 +689,12 @@ func idleSessions(c contenders.Contender, f idleFlow, raw bool) (idleCost, error
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the closing frames cross and the streams leave their tables
+	after := heapstat.Settled()
 	n := float64(f.pairs)
 	return idleCost{
-		heap:       float64(int64(heapstat.Live())-int64(before)) / n,
+		heap:       float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n,
 		goroutines: float64(runtime.NumGoroutine()-goroutines) / n,
-		stack:      float64(int64(heapstat.Stacks())-int64(stacks)) / n,
+		// Goroutine stacks are not heap: StackInuse.
+		stack: float64(int64(after.StackInuse)-int64(before.StackInuse)) / n,
 	}, nil
 }
