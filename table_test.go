@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/braidmux/braid/internal/heapstat"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +46,17 @@ func TestStreamTableShrinksAfterBurst(t *testing.T) {
 		s.mu.Unlock()
 		require.Less(t, peak, minShrinkPeak, "the table was made anew as it emptied")
 	}
-	kept := int64(heapstat.Live()) - int64(before)
+	// The heap is read until it settles under the bound or eventually
+	// passes: in the package's whole run, what earlier tests' sessions
+	// still do as they end allocated up to 1 MB within this window once
+	// (CI, session 29), where the table kept whole is 332-350 KB for
+	// good.
+	var kept int64
+	settled := func() bool {
+		kept = int64(heapstat.Live()) - int64(before)
+		return kept <= maxTableAfterBurst
+	}
+	ok := assert.Eventually(t, settled, eventually, 50*time.Millisecond)
 	t.Logf("%d streams opened and closed: %d B kept by the idle pair (bound %d)", tableBurst, kept, maxTableAfterBurst)
-	require.LessOrEqual(t, kept, int64(maxTableAfterBurst), "heap kept after a burst of streams")
+	require.True(t, ok, "heap kept after a burst of streams: %d B", kept)
 }
