@@ -2,6 +2,7 @@ package braid
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -79,75 +80,194 @@ func sessionSeeds() [][]byte {
 
 // FuzzSession feeds arbitrary bytes to a braid Server as its client peer
 // over net.Pipe, with an application that accepts every stream and echoes
-// it. Whatever the bytes, the session must not panic, must close with an
-// error matching ErrSessionClosed once the peer hangs up, Close must return
-// in bounded time, every stream goroutine must end, and every byte of
-// memory reserved must be released.
+// it; checkSessionAgainst says what must hold.
 func FuzzSession(f *testing.F) {
 	for _, s := range sessionSeeds() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		mem := &countingMemory{}
-		cfg := DefaultConfig()
-		cfg.DisableKeepAlive = true
-		cfg.Memory = mem
-		c1, c2 := net.Pipe()
-		s, err := Server(c2, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { // the peer reads everything braid writes
-			defer wg.Done()
-			_, _ = io.Copy(io.Discard, c1)
-		}()
-		go func() { // the application echoes every stream
-			defer wg.Done()
-			for {
-				st, err := s.AcceptStream()
-				if err != nil {
-					return
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_, _ = io.Copy(st, st)
-					_ = st.Close()
-				}()
-			}
-		}()
-		_, _ = c1.Write(in) // fails once braid closed the pipe: fine
-		_ = c1.Close()      // the peer hangs up
-
-		select {
-		case <-s.CloseChan():
-		case <-time.After(5 * time.Second):
-			t.Fatal("session still open 5 s after its peer hung up")
-		}
-		closed := make(chan struct{})
-		go func() { _ = s.Close(); close(closed) }()
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("Close did not return within 5 s")
-		}
-		if err := s.Err(); !errors.Is(err, ErrSessionClosed) {
-			t.Fatalf("session ended with %v, not matching ErrSessionClosed", err)
-		}
-		if n := s.NumStreams(); n != 0 {
-			t.Fatalf("%d streams left after Close", n)
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatal("stream goroutines still blocked 5 s after Close")
-		}
-		if r := mem.reserved.Load(); r != 0 {
-			t.Fatalf("%d bytes of memory still reserved after Close", r)
-		}
+		checkSessionAgainst(t, Yamux, false, in)
 	})
+}
+
+// FuzzMplexSession is FuzzSession for an mplex Server (a legacy peer's
+// session): arbitrary bytes as the mplex client's.
+func FuzzMplexSession(f *testing.F) {
+	for _, s := range mplexServerSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkSessionAgainst(t, Mplex, false, in)
+	})
+}
+
+// FuzzClientSession feeds arbitrary bytes to a braid Client, of yamux or
+// of mplex, that has opened fuzzClientStreams streams and written a
+// request on each: the peer's bytes answer, reset or flood the client's
+// own streams, where FuzzSession's peer can only open streams of its own.
+func FuzzClientSession(f *testing.F) {
+	for _, s := range clientSeeds() {
+		f.Add(false, s)
+	}
+	for _, s := range mplexClientSeeds() {
+		f.Add(true, s)
+	}
+	f.Fuzz(func(t *testing.T, mplex bool, in []byte) {
+		p := Yamux
+		if mplex {
+			p = Mplex
+		}
+		checkSessionAgainst(t, p, true, in)
+	})
+}
+
+// fuzzClientStreams is how many streams the client of FuzzClientSession
+// opens before the peer's bytes come: yamux ids 1 and 3, mplex ids 0 and 1.
+const fuzzClientStreams = 2
+
+// fuzzRequest is what the client writes on each stream it opens.
+const fuzzRequest = "request"
+
+// clientSeeds are yamux byte streams a server could send to a client that
+// opened streams 1 and 3.
+func clientSeeds() [][]byte {
+	fr := func(typ frameType, flags frameFlags, id, length uint32, payload string) []byte {
+		return append(header{typ: typ, flags: flags, streamID: id, length: length}.appendTo(nil), payload...)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	ack1 := fr(typeWindowUpdate, flagACK, 1, 0, "")
+	return [][]byte{
+		ack1,
+		cat(ack1, fr(typeData, 0, 1, 5, "reply"), fr(typeData, flagFIN, 1, 0, "")),
+		cat(fr(typeData, flagACK, 1, 2, "ok"), fr(typeWindowUpdate, flagACK|flagFIN, 3, 1<<20, "")),
+		cat(ack1, fr(typeWindowUpdate, flagRST, 1, 0, ""), fr(typeData, flagRST, 3, 0, "")),
+		cat(ack1, fr(typeWindowUpdate, 0, 1, 1<<30, ""), fr(typeData, flagFIN, 1, 1, "x")),
+		cat(fr(typeWindowUpdate, flagSYN, 2, 0, ""), fr(typeData, flagFIN, 2, 3, "abc")),
+		cat(fr(typePing, flagSYN, 0, 7, ""), fr(typePing, flagACK, 0, markerFlag|1, "")),
+		cat(ack1, fr(typeGoAway, 0, 0, GoAwayNormal, "")),
+		cat(ack1, fr(typeData, flagFIN, 1, 0, ""), fr(typeData, 0, 1, 1, "late")),
+	}
+}
+
+// mplexServerSeeds are mplex byte streams a client could send to a
+// server.
+func mplexServerSeeds() [][]byte {
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	open0 := mplexFrameBytes(0, mplexNewStream, []byte("0"))
+	return [][]byte{
+		open0,
+		cat(open0, mplexFrameBytes(0, mplexMessageInitiator, []byte("hello")), mplexFrameBytes(0, mplexCloseInitiator, nil)),
+		cat(open0, mplexFrameBytes(0, mplexResetInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("late"))),
+		cat(open0, mplexFrameBytes(1, mplexNewStream, nil), mplexFrameBytes(1, mplexMessageInitiator, []byte("b")), mplexFrameBytes(0, mplexMessageInitiator, []byte("a"))),
+		cat(open0, mplexFrameBytes(0, mplexCloseInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("after"))),
+		cat(open0, mplexFrameBytes(0, mplexNewStream, []byte("again"))),
+	}
+}
+
+// mplexClientSeeds are mplex byte streams a server could send to a client
+// that opened streams 0 and 1.
+func mplexClientSeeds() [][]byte {
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	return [][]byte{
+		cat(mplexFrameBytes(0, mplexMessageReceiver, []byte("reply")), mplexFrameBytes(0, mplexCloseReceiver, nil)),
+		cat(mplexFrameBytes(1, mplexResetReceiver, nil), mplexFrameBytes(1, mplexMessageReceiver, []byte("late"))),
+		cat(mplexFrameBytes(0, mplexCloseReceiver, nil), mplexFrameBytes(0, mplexMessageReceiver, []byte("after"))),
+		cat(mplexFrameBytes(0, mplexNewStream, []byte("theirs")), mplexFrameBytes(0, mplexMessageInitiator, []byte("x"))),
+		mplexFrameBytes(7, mplexMessageReceiver, []byte("unknown")),
+	}
+}
+
+// checkSessionAgainst runs a braid session of protocol p, as the client or
+// the server, over net.Pipe against a peer that writes in and hangs up. The
+// application accepts every stream and echoes it; a client first opens
+// fuzzClientStreams streams, writes fuzzRequest on each, closes its write
+// side and reads to the end. Whatever the bytes, the session must not
+// panic, must close with an error matching ErrSessionClosed once the peer
+// hung up, Close must return in bounded time, every stream goroutine must
+// end, and every byte of memory reserved must be released.
+func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
+	mem := &countingMemory{}
+	cfg := DefaultConfig()
+	cfg.Protocol = p
+	cfg.DisableKeepAlive = true
+	cfg.Memory = mem
+	c1, c2 := net.Pipe()
+	newSession := Server
+	if client {
+		newSession = Client
+	}
+	s, err := newSession(c2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the peer reads everything braid writes
+		defer wg.Done()
+		_, _ = io.Copy(io.Discard, c1)
+	}()
+	go func() { // the application echoes every stream
+		defer wg.Done()
+		for {
+			st, err := s.AcceptStream()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = io.Copy(st, st)
+				_ = st.Close()
+			}()
+		}
+	}()
+	if client {
+		for range fuzzClientStreams {
+			st, err := s.OpenStream(context.Background())
+			if err != nil {
+				t.Fatalf("open before the peer's bytes: %v", err)
+			}
+			if _, err := st.Write([]byte(fuzzRequest)); err != nil {
+				t.Fatalf("request before the peer's bytes: %v", err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = st.CloseWrite()
+				_, _ = io.Copy(io.Discard, st)
+				_ = st.Close()
+			}()
+		}
+	}
+	_, _ = c1.Write(in) // fails once braid closed the pipe: fine
+	_ = c1.Close()      // the peer hangs up
+
+	select {
+	case <-s.CloseChan():
+	case <-time.After(5 * time.Second):
+		t.Fatal("session still open 5 s after its peer hung up")
+	}
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return within 5 s")
+	}
+	if err := s.Err(); !errors.Is(err, ErrSessionClosed) {
+		t.Fatalf("session ended with %v, not matching ErrSessionClosed", err)
+	}
+	if n := s.NumStreams(); n != 0 {
+		t.Fatalf("%d streams left after Close", n)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream goroutines still blocked 5 s after Close")
+	}
+	if r := mem.reserved.Load(); r != 0 {
+		t.Fatalf("%d bytes of memory still reserved after Close", r)
+	}
 }
