@@ -1,6 +1,7 @@
 package braid
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -184,7 +185,9 @@ func mplexClientSeeds() [][]byte {
 // side and reads to the end. Whatever the bytes, the session must not
 // panic, must close with an error matching ErrSessionClosed once the peer
 // hung up, Close must return in bounded time, every stream goroutine must
-// end, and every byte of memory reserved must be released.
+// end, every byte of memory reserved must be released, and no stream's
+// Read may return an error matching io.EOF unless the peer's bytes carry
+// that stream's FIN (finsIn).
 func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
 	mem := &countingMemory{}
 	cfg := DefaultConfig()
@@ -200,7 +203,30 @@ func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		endsMu sync.Mutex
+		eofs   []uint32 // streams whose Read returned an error matching io.EOF
+	)
+	// readUntilError reads st until its Read fails, writing what it reads
+	// to w, and notes an end at io.EOF.
+	readUntilError := func(st *Stream, w io.Writer) {
+		buf := make([]byte, 4096)
+		for {
+			n, err := st.Read(buf)
+			if n > 0 {
+				_, _ = w.Write(buf[:n])
+			}
+			if errors.Is(err, io.EOF) {
+				endsMu.Lock()
+				eofs = append(eofs, st.ID())
+				endsMu.Unlock()
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
 	wg.Add(2)
 	go func() { // the peer reads everything braid writes
 		defer wg.Done()
@@ -216,7 +242,7 @@ func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _ = io.Copy(st, st)
+				readUntilError(st, st)
 				_ = st.Close()
 			}()
 		}
@@ -234,7 +260,7 @@ func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
 			go func() {
 				defer wg.Done()
 				_ = st.CloseWrite()
-				_, _ = io.Copy(io.Discard, st)
+				readUntilError(st, io.Discard)
 				_ = st.Close()
 			}()
 		}
@@ -270,4 +296,54 @@ func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
 	if r := mem.reserved.Load(); r != 0 {
 		t.Fatalf("%d bytes of memory still reserved after Close", r)
 	}
+	fins := finsIn(p, client, in)
+	for _, id := range eofs {
+		if !fins[id] {
+			t.Fatalf("stream %d read io.EOF, but the peer's bytes carry no FIN for it", id)
+		}
+	}
+}
+
+// finsIn returns the streams (by engine key, Stream.ID) whose FIN the
+// peer's bytes in carry, read as the session of protocol p and role client
+// reads them, up to the first frame its decoder refuses. A frame whose
+// payload is cut still counts: the set is a superset of the FINs the
+// session can have taken.
+func finsIn(p Protocol, client bool, in []byte) map[uint32]bool {
+	fins := make(map[uint32]bool)
+	if p == Mplex {
+		r := bufio.NewReaderSize(bytes.NewReader(in), len(in)+16)
+		c := mplexCodec{client: client}
+		for {
+			h, _, err := c.readHeader(r)
+			if err != nil {
+				return fins
+			}
+			if h.flags&flagFIN != 0 {
+				fins[h.streamID] = true
+			}
+			if h.typ == typeData {
+				if _, err := r.Discard(int(h.length)); err != nil {
+					return fins
+				}
+			}
+		}
+	}
+	for len(in) >= headerSize {
+		h, err := decodeHeader(in)
+		if err != nil {
+			return fins
+		}
+		in = in[headerSize:]
+		if h.flags&flagFIN != 0 && (h.typ == typeData || h.typ == typeWindowUpdate) {
+			fins[h.streamID] = true
+		}
+		if h.typ == typeData {
+			if int(h.length) > len(in) {
+				return fins
+			}
+			in = in[h.length:]
+		}
+	}
+	return fins
 }
