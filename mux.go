@@ -1091,8 +1091,9 @@ func (s *Session) readPayload(st *Stream, n uint32) error {
 }
 
 // bufferPayload reads n payload bytes into st's buffer: a small payload is
-// copied there from the read buffer, a larger one read into a pooled
-// buffer of its own, which st keeps. When the read buffer holds a large
+// copied there from the read buffer, a larger one read into pooled
+// buffers of its own (one, or two where one would leave much of its size
+// class unused: restSplit), which st keeps. When the read buffer holds a large
 // part of the payload and nothing after it, that buffer itself goes to st
 // (readBuffer.handOff) instead of a copy: the header's read brings up to
 // 32 KiB of a bulk frame's payload with it, and over TLS the rest of its
@@ -1114,22 +1115,27 @@ func (s *Session) bufferPayload(st *Stream, n uint32) error {
 		}
 		return err
 	}
-	head := s.br.handOff(int(n))
-	var rest recvChunk
-	if len(head.data) < int(n) {
-		p := pool.Get(int(n) - len(head.data))
-		rest = recvChunk{data: p, base: p}
-		if _, err := io.ReadFull(s.br, p); err != nil {
-			head.release()
-			rest.release()
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+	var f frameChunks
+	f[0] = s.br.handOff(int(n))
+	if left := int(n) - len(f[0].data); left > 0 {
+		first, second := restSplit(left)
+		for i, size := range [2]int{first, second} {
+			if size == 0 {
+				break
 			}
-			return err
+			p := pool.Get(size)
+			f[1+i] = recvChunk{data: p, base: p}
+			if err := s.br.readPayload(p); err != nil {
+				f.release()
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return err
+			}
 		}
 	}
 	s.arrived(n)
-	st.receive(head, rest)
+	st.receive(&f)
 	return nil
 }
 

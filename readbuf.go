@@ -195,7 +195,29 @@ func (b *readBuffer) ReadByte() (byte, error) {
 
 // Read reads into p: what is buffered, else one read of the conn, straight
 // into p when p is at least a large buffer's size.
-func (b *readBuffer) Read(p []byte) (int, error) {
+func (b *readBuffer) Read(p []byte) (int, error) { return b.read(p, readBufferSize) }
+
+// readPayload fills p, the rest of a frame's payload: what is buffered,
+// then reads of the conn straight into p, whatever its size (the bytes
+// after it go on into the buffer, on a vector reader in the same read).
+// Only for bytes that are payload: a small p read through the buffer
+// would bring the next frames with it.
+func (b *readBuffer) readPayload(p []byte) error {
+	for n := 0; n < len(p); {
+		m, err := b.read(p[n:], 1)
+		n += m
+		if err != nil {
+			if err == io.EOF && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// read is Read, straight into p when p has at least direct bytes.
+func (b *readBuffer) read(p []byte, direct int) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -204,7 +226,7 @@ func (b *readBuffer) Read(p []byte) (int, error) {
 			return 0, b.err
 		}
 		b.settle()
-		if len(p) >= readBufferSize {
+		if len(p) >= direct {
 			// Reads with neither bytes nor an error are counted here
 			// too (took): returned as (0, nil), they made the caller,
 			// io.ReadFull, read again for ever on a broken conn.

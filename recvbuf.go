@@ -1,6 +1,10 @@
 package braid
 
-import pool "github.com/libp2p/go-buffer-pool"
+import (
+	"math/bits"
+
+	pool "github.com/libp2p/go-buffer-pool"
+)
 
 // recvBuffer holds a stream's received, unread bytes as the payloads of the
 // frames that carried them, in order. Each payload is in a buffer from the
@@ -122,4 +126,44 @@ func (b *recvBuffer) reset() int {
 	}
 	b.chunks, b.head, b.off, b.size = nil, 0, 0, 0
 	return n
+}
+
+// frameChunks is one data frame's payload, in order: the read buffer
+// handed over (readBuffer.handOff) and the rest in one or two pooled
+// buffers (restSplit). Any of them may be empty.
+type frameChunks [3]recvChunk
+
+// size is the payload's length.
+func (f *frameChunks) size() int {
+	return len(f[0].data) + len(f[1].data) + len(f[2].data)
+}
+
+// release gives every chunk's buffer back to the pool.
+func (f *frameChunks) release() {
+	for _, c := range f {
+		c.release()
+	}
+}
+
+// maxRestWaste bounds the room a pooled buffer leaves unused past a
+// frame's payload where restSplit can help: 1/maxRestWaste of the bytes it
+// holds. The pool's size classes are powers of two, so the 32 KiB and 12
+// bytes of a 64 KiB frame that follow a handed-over read buffer (whose
+// first 12 bytes held the header) took a 64 KiB buffer: 96 KiB held for
+// 64 KiB, and a reader that lagged a window behind held half as much
+// again as the window the memory manager was told of
+// (TestBufferedWindowHoldsItsSize).
+const maxRestWaste = 4
+
+// restSplit returns the sizes of the one or two pooled buffers n payload
+// bytes are read into: one of n where its size class leaves at most
+// n/maxRestWaste unused, else the largest class under n and the rest. Both
+// are read straight from the conn (readBuffer.readPayload), so the split
+// costs a pool Get and Put, not a copy.
+func restSplit(n int) (first, second int) {
+	class := 1 << bits.Len(uint(n-1))
+	if class-n <= n/maxRestWaste {
+		return n, 0
+	}
+	return class / 2, n - class/2
 }

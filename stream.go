@@ -778,23 +778,22 @@ func (s *Stream) overflow() {
 	s.maybeRemove()
 }
 
-// receive takes a data frame's payload, in order the chunks head and rest
-// (either may be empty: a read buffer handed over and the rest read into
-// a pooled buffer, or one of them alone). The stream owns their buffers
-// now.
-func (s *Stream) receive(head, rest recvChunk) {
-	n := len(head.data) + len(rest.data)
+// receive takes a data frame's payload, the chunks of f in order (a read
+// buffer handed over and the rest read into pooled buffers; any may be
+// empty). The stream owns their buffers now.
+func (s *Stream) receive(f *frameChunks) {
+	n := f.size()
 	s.mu.Lock()
 	if s.receivedLocked(n) {
 		s.readerWokenLocked()
-		s.recv.push(head)
-		s.recv.push(rest)
+		for _, c := range f {
+			s.recv.push(c)
+		}
 		notify(s.readWait)
 		s.mu.Unlock()
 		return
 	}
-	head.release()
-	rest.release()
+	f.release()
 	s.consumedAndUnlock(uint32(n))
 }
 
