@@ -197,21 +197,19 @@ func (b *readBuffer) ReadByte() (byte, error) {
 // into p when p is at least a large buffer's size.
 func (b *readBuffer) Read(p []byte) (int, error) { return b.read(p, readBufferSize) }
 
-// readPayload fills p, the rest of a frame's payload: what is buffered,
-// then reads of the conn straight into p, whatever its size (the bytes
-// after it go on into the buffer, on a vector reader in the same read).
-// Only for bytes that are payload: a small p read through the buffer
-// would bring the next frames with it.
+// readPayload fills p with bytes a frame header announced (the rest of a
+// payload): what is buffered, then reads of the conn straight into p
+// whatever its size, where Read would read a p under readBufferSize
+// through the buffer, a copy. The bytes after p still come into the
+// buffer in the same read on a vector reader. It returns the conn's error
+// (io.EOF included) if the conn ends first.
 func (b *readBuffer) readPayload(p []byte) error {
 	for n := 0; n < len(p); {
 		m, err := b.read(p[n:], 1)
-		n += m
 		if err != nil {
-			if err == io.EOF && n > 0 {
-				err = io.ErrUnexpectedEOF
-			}
 			return err
 		}
+		n += m
 	}
 	return nil
 }
