@@ -2,17 +2,21 @@ package braid
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
 
 // TestBufferedWindowHoldsItsSize: a stream whose reader lags holds its
-// unread bytes in pooled buffers whose capacity is not much more than
-// the bytes. A 64 KiB frame whose first 32 KiB came in the read buffer
-// (handed over) used to take a 64 KiB buffer for the ~32 KiB after them
-// (the pool's size classes are powers of two): 96 KiB held for 64 KiB,
-// 384 KiB for a 256 KiB window, more than the window the memory manager
-// was told of.
+// unread bytes in pooled buffers not much larger than the bytes. A 64 KiB
+// frame whose first 32 KiB came in the read buffer (handed over) used to
+// take a 64 KiB buffer for the 32 KiB and 12 bytes after them (the pool's
+// size classes are powers of two): 96 KiB held for 64 KiB, 320-352 KiB
+// for a 256 KiB window, more than the window the memory manager was told
+// of; now 256-264 KiB. What reads bring, and so which frames are handed
+// over, follows the timing, so the check is on each buffer that holds
+// more than a read buffer's worth (only the rest of a frame can): its
+// size class leaves at most a maxRestWaste-th of its bytes unused.
 func TestBufferedWindowHoldsItsSize(t *testing.T) {
 	c1, c2 := tcpPair(t)
 	client, server := sessionPairOver(t, c1, c2, nil)
@@ -34,14 +38,15 @@ func TestBufferedWindowHoldsItsSize(t *testing.T) {
 	for {
 		ss.mu.Lock()
 		size := ss.recv.size
-		held := 0
-		for _, c := range ss.recv.chunks[ss.recv.head:] {
-			held += cap(c.base)
-		}
+		chunks := slices.Clone(ss.recv.chunks[ss.recv.head:])
 		ss.mu.Unlock()
 		if size == InitialStreamWindow {
-			if limit := size + size/8; held > limit {
-				t.Fatalf("%d unread bytes held in %d bytes of buffers, over %d", size, held, limit)
+			held := 0
+			for _, c := range chunks {
+				held += cap(c.base)
+				if n := len(c.data); n >= readBufferSize && cap(c.base) > n+n/maxRestWaste {
+					t.Errorf("%d bytes of a payload held in a buffer of %d", n, cap(c.base))
+				}
 			}
 			t.Logf("%d unread bytes held in %d bytes of buffers", size, held)
 			return
