@@ -101,29 +101,10 @@ func SessionsRPC(ctx context.Context, pairs []*Pair, calls int) (time.Duration, 
 	if len(pairs) == 0 {
 		return 0, errors.New("no pairs")
 	}
-	for _, p := range pairs {
+	clients := make([]contenders.Session, len(pairs))
+	for i, p := range pairs {
 		go serveRPC(p.Server)
+		clients[i] = p.Client
 	}
-	errc := make(chan error, len(pairs))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for _, p := range pairs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range calls {
-				if err := callRPC(ctx, p.Client); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errc)
-	if err := <-errc; err != nil {
-		return 0, ctxErr(ctx, err)
-	}
-	return elapsed, nil
+	return runCallers(ctx, clients, calls)
 }

@@ -35,15 +35,25 @@ func StreamRPC(ctx context.Context, c contenders.Contender, callers, calls int) 
 		p.Close()
 		<-served // Accept fails once the session is closed
 	}()
+	clients := make([]contenders.Session, callers)
+	for i := range clients {
+		clients[i] = p.Client
+	}
+	return runCallers(ctx, clients, calls)
+}
+
+// runCallers runs a caller for each of clients at once, each making calls
+// calls on its session, and returns the time all of them took.
+func runCallers(ctx context.Context, clients []contenders.Session, calls int) (time.Duration, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
-	errc := make(chan error, callers)
-	for range callers {
+	errc := make(chan error, len(clients))
+	for _, s := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range calls {
-				if err := callRPC(ctx, p.Client); err != nil {
+				if err := callRPC(ctx, s); err != nil {
 					errc <- err
 					return
 				}
