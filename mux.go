@@ -326,8 +326,7 @@ func (s *Session) registerOutbound(ctx context.Context, extra, charged uint32) (
 		st.unacked = true
 		s.unacked++
 	}
-	s.streams[st.id] = st
-	s.streamsPeak = max(s.streamsPeak, len(s.streams))
+	s.addStreamLocked(st)
 	return st, nil
 }
 
@@ -698,6 +697,13 @@ func (s *Session) removeStream(st *Stream) {
 // room is about 2 KB, not worth a copy: a table that shrinks from a
 // large peak stops under it.
 const minShrinkPeak = 64
+
+// addStreamLocked puts st in the stream table and keeps its peak, which
+// shrinkTableLocked follows. mu held.
+func (s *Session) addStreamLocked(st *Stream) {
+	s.streams[st.id] = st
+	s.streamsPeak = max(s.streamsPeak, len(s.streams))
+}
 
 // shrinkTableLocked makes the stream table anew, with what it holds, once
 // it holds a quarter of its peak or less and the peak was minShrinkPeak or
@@ -1191,8 +1197,7 @@ func (s *Session) incomingStream(id uint32) error {
 		}
 		s.mu.Lock()
 		if !s.closing && !s.localGoAway {
-			s.streams[id] = st
-			s.streamsPeak = max(s.streamsPeak, len(s.streams))
+			s.addStreamLocked(st)
 			s.incoming++
 			s.acceptQ = append(s.acceptQ, st) // room checked above; only this goroutine appends
 			if s.acceptWait != nil {
