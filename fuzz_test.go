@@ -57,25 +57,29 @@ func (m *countingMemory) ReserveMemory(size int, _ uint8) error {
 
 func (m *countingMemory) ReleaseMemory(size int) { m.reserved.Add(-int64(size)) }
 
+// seedFrame is a yamux frame's bytes, for the session fuzzers' seeds.
+func seedFrame(typ frameType, flags frameFlags, id, length uint32, payload string) []byte {
+	return append(header{typ: typ, flags: flags, streamID: id, length: length}.appendTo(nil), payload...)
+}
+
+// seedBytes is frames' bytes one after the other.
+func seedBytes(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
+
 // sessionSeeds are valid yamux byte streams a client could send, built
 // from real frames, to start the fuzzer from meaningful input.
 func sessionSeeds() [][]byte {
-	fr := func(typ frameType, flags frameFlags, id, length uint32, payload string) []byte {
-		return append(header{typ: typ, flags: flags, streamID: id, length: length}.appendTo(nil), payload...)
-	}
-	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	synData := fr(typeData, flagSYN, 1, 5, "hello")
+	synData := seedFrame(typeData, flagSYN, 1, 5, "hello")
 	return [][]byte{
 		synData,
-		cat(fr(typeWindowUpdate, flagSYN, 1, 0, ""), fr(typeData, 0, 1, 3, "abc"), fr(typeWindowUpdate, flagFIN, 1, 0, "")),
-		cat(synData, fr(typeWindowUpdate, 0, 1, 1<<20, ""), fr(typeData, flagFIN, 1, 2, "ok")),
-		cat(synData, fr(typeWindowUpdate, flagRST, 1, 9, "")),
-		cat(synData, fr(typeData, flagRST, 1, 0, "")),
-		cat(fr(typePing, flagSYN, 0, 1, ""), fr(typePing, flagACK, 0, 1, "")),
-		fr(typeGoAway, 0, 0, GoAwayNormal, ""),
-		cat(synData, fr(typeGoAway, 0, 0, GoAwayProtocolError, "")),
-		cat(synData, fr(typeWindowUpdate, flagSYN, 3, 0, ""), fr(typeData, 0, 3, 4, "more"), fr(typeData, 0, 1, 1, "!")),
-		cat(synData, fr(typeData, flagFIN, 1, 0, ""), fr(typeData, 0, 1, 1, "x")),
+		seedBytes(seedFrame(typeWindowUpdate, flagSYN, 1, 0, ""), seedFrame(typeData, 0, 1, 3, "abc"), seedFrame(typeWindowUpdate, flagFIN, 1, 0, "")),
+		seedBytes(synData, seedFrame(typeWindowUpdate, 0, 1, 1<<20, ""), seedFrame(typeData, flagFIN, 1, 2, "ok")),
+		seedBytes(synData, seedFrame(typeWindowUpdate, flagRST, 1, 9, "")),
+		seedBytes(synData, seedFrame(typeData, flagRST, 1, 0, "")),
+		seedBytes(seedFrame(typePing, flagSYN, 0, 1, ""), seedFrame(typePing, flagACK, 0, 1, "")),
+		seedFrame(typeGoAway, 0, 0, GoAwayNormal, ""),
+		seedBytes(synData, seedFrame(typeGoAway, 0, 0, GoAwayProtocolError, "")),
+		seedBytes(synData, seedFrame(typeWindowUpdate, flagSYN, 3, 0, ""), seedFrame(typeData, 0, 3, 4, "more"), seedFrame(typeData, 0, 1, 1, "!")),
+		seedBytes(synData, seedFrame(typeData, flagFIN, 1, 0, ""), seedFrame(typeData, 0, 1, 1, "x")),
 	}
 }
 
@@ -132,48 +136,42 @@ const fuzzRequest = "request"
 // clientSeeds are yamux byte streams a server could send to a client that
 // opened streams 1 and 3.
 func clientSeeds() [][]byte {
-	fr := func(typ frameType, flags frameFlags, id, length uint32, payload string) []byte {
-		return append(header{typ: typ, flags: flags, streamID: id, length: length}.appendTo(nil), payload...)
-	}
-	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-	ack1 := fr(typeWindowUpdate, flagACK, 1, 0, "")
+	ack1 := seedFrame(typeWindowUpdate, flagACK, 1, 0, "")
 	return [][]byte{
 		ack1,
-		cat(ack1, fr(typeData, 0, 1, 5, "reply"), fr(typeData, flagFIN, 1, 0, "")),
-		cat(fr(typeData, flagACK, 1, 2, "ok"), fr(typeWindowUpdate, flagACK|flagFIN, 3, 1<<20, "")),
-		cat(ack1, fr(typeWindowUpdate, flagRST, 1, 0, ""), fr(typeData, flagRST, 3, 0, "")),
-		cat(ack1, fr(typeWindowUpdate, 0, 1, 1<<30, ""), fr(typeData, flagFIN, 1, 1, "x")),
-		cat(fr(typeWindowUpdate, flagSYN, 2, 0, ""), fr(typeData, flagFIN, 2, 3, "abc")),
-		cat(fr(typePing, flagSYN, 0, 7, ""), fr(typePing, flagACK, 0, markerFlag|1, "")),
-		cat(ack1, fr(typeGoAway, 0, 0, GoAwayNormal, "")),
-		cat(ack1, fr(typeData, flagFIN, 1, 0, ""), fr(typeData, 0, 1, 1, "late")),
+		seedBytes(ack1, seedFrame(typeData, 0, 1, 5, "reply"), seedFrame(typeData, flagFIN, 1, 0, "")),
+		seedBytes(seedFrame(typeData, flagACK, 1, 2, "ok"), seedFrame(typeWindowUpdate, flagACK|flagFIN, 3, 1<<20, "")),
+		seedBytes(ack1, seedFrame(typeWindowUpdate, flagRST, 1, 0, ""), seedFrame(typeData, flagRST, 3, 0, "")),
+		seedBytes(ack1, seedFrame(typeWindowUpdate, 0, 1, 1<<30, ""), seedFrame(typeData, flagFIN, 1, 1, "x")),
+		seedBytes(seedFrame(typeWindowUpdate, flagSYN, 2, 0, ""), seedFrame(typeData, flagFIN, 2, 3, "abc")),
+		seedBytes(seedFrame(typePing, flagSYN, 0, 7, ""), seedFrame(typePing, flagACK, 0, markerFlag|1, "")),
+		seedBytes(ack1, seedFrame(typeGoAway, 0, 0, GoAwayNormal, "")),
+		seedBytes(ack1, seedFrame(typeData, flagFIN, 1, 0, ""), seedFrame(typeData, 0, 1, 1, "late")),
 	}
 }
 
 // mplexServerSeeds are mplex byte streams a client could send to a
 // server.
 func mplexServerSeeds() [][]byte {
-	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	open0 := mplexFrameBytes(0, mplexNewStream, []byte("0"))
 	return [][]byte{
 		open0,
-		cat(open0, mplexFrameBytes(0, mplexMessageInitiator, []byte("hello")), mplexFrameBytes(0, mplexCloseInitiator, nil)),
-		cat(open0, mplexFrameBytes(0, mplexResetInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("late"))),
-		cat(open0, mplexFrameBytes(1, mplexNewStream, nil), mplexFrameBytes(1, mplexMessageInitiator, []byte("b")), mplexFrameBytes(0, mplexMessageInitiator, []byte("a"))),
-		cat(open0, mplexFrameBytes(0, mplexCloseInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("after"))),
-		cat(open0, mplexFrameBytes(0, mplexNewStream, []byte("again"))),
+		seedBytes(open0, mplexFrameBytes(0, mplexMessageInitiator, []byte("hello")), mplexFrameBytes(0, mplexCloseInitiator, nil)),
+		seedBytes(open0, mplexFrameBytes(0, mplexResetInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("late"))),
+		seedBytes(open0, mplexFrameBytes(1, mplexNewStream, nil), mplexFrameBytes(1, mplexMessageInitiator, []byte("b")), mplexFrameBytes(0, mplexMessageInitiator, []byte("a"))),
+		seedBytes(open0, mplexFrameBytes(0, mplexCloseInitiator, nil), mplexFrameBytes(0, mplexMessageInitiator, []byte("after"))),
+		seedBytes(open0, mplexFrameBytes(0, mplexNewStream, []byte("again"))),
 	}
 }
 
 // mplexClientSeeds are mplex byte streams a server could send to a client
 // that opened streams 0 and 1.
 func mplexClientSeeds() [][]byte {
-	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	return [][]byte{
-		cat(mplexFrameBytes(0, mplexMessageReceiver, []byte("reply")), mplexFrameBytes(0, mplexCloseReceiver, nil)),
-		cat(mplexFrameBytes(1, mplexResetReceiver, nil), mplexFrameBytes(1, mplexMessageReceiver, []byte("late"))),
-		cat(mplexFrameBytes(0, mplexCloseReceiver, nil), mplexFrameBytes(0, mplexMessageReceiver, []byte("after"))),
-		cat(mplexFrameBytes(0, mplexNewStream, []byte("theirs")), mplexFrameBytes(0, mplexMessageInitiator, []byte("x"))),
+		seedBytes(mplexFrameBytes(0, mplexMessageReceiver, []byte("reply")), mplexFrameBytes(0, mplexCloseReceiver, nil)),
+		seedBytes(mplexFrameBytes(1, mplexResetReceiver, nil), mplexFrameBytes(1, mplexMessageReceiver, []byte("late"))),
+		seedBytes(mplexFrameBytes(0, mplexCloseReceiver, nil), mplexFrameBytes(0, mplexMessageReceiver, []byte("after"))),
+		seedBytes(mplexFrameBytes(0, mplexNewStream, []byte("theirs")), mplexFrameBytes(0, mplexMessageInitiator, []byte("x"))),
 		mplexFrameBytes(7, mplexMessageReceiver, []byte("unknown")),
 	}
 }
