@@ -23,7 +23,8 @@ import (
 const ManySessions = 32
 
 // LoopbackPairs makes n pairs of c, each over a loopback TCP connection
-// of its own. The caller closes them; on an error, those made are closed.
+// of its own, for SessionsBulk or SessionsRPC, which close them (or
+// ClosePairs); on an error, those made are closed.
 func LoopbackPairs(ctx context.Context, c contenders.Contender, n int) ([]*Pair, error) {
 	pairs := make([]*Pair, 0, n)
 	for range n {
@@ -47,8 +48,9 @@ func ClosePairs(pairs []*Pair) {
 // SessionsBulk opens a stream on every pair and has every client write
 // size bytes on it, in LoopbackWrite writes, while its server reads them,
 // all pairs at once. It returns the time from the first write until the
-// last server read its last byte.
+// last server read its last byte, and closes the pairs.
 func SessionsBulk(ctx context.Context, pairs []*Pair, size int64) (time.Duration, error) {
+	defer ClosePairs(pairs)
 	type streams struct{ client, server contenders.Stream }
 	open := make([]streams, len(pairs))
 	for i, p := range pairs {
@@ -95,15 +97,15 @@ func SessionsBulk(ctx context.Context, pairs []*Pair, size int64) (time.Duration
 
 // SessionsRPC has every pair's server answer calls (StreamRPC's) and one
 // caller on every pair's client make calls calls, all pairs at once. It
-// returns the time the calls took. Each server's goroutine answers until
-// its pair closes (its Accept fails then).
+// returns the time the calls took, once it has closed the pairs and its
+// servers' goroutines have ended.
 func SessionsRPC(ctx context.Context, pairs []*Pair, calls int) (time.Duration, error) {
+	defer serveRPCUntilClosed(pairs)()
 	if len(pairs) == 0 {
 		return 0, errors.New("no pairs")
 	}
 	clients := make([]contenders.Session, len(pairs))
 	for i, p := range pairs {
-		go serveRPC(p.Server)
 		clients[i] = p.Client
 	}
 	return runCallers(ctx, clients, calls)

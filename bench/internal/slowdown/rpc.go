@@ -26,20 +26,30 @@ func StreamRPC(ctx context.Context, c contenders.Contender, callers, calls int) 
 	if err != nil {
 		return 0, err
 	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		serveRPC(p.Server)
-	}()
-	defer func() {
-		p.Close()
-		<-served // Accept fails once the session is closed
-	}()
+	defer serveRPCUntilClosed([]*Pair{p})()
 	clients := make([]contenders.Session, callers)
 	for i := range clients {
 		clients[i] = p.Client
 	}
 	return runCallers(ctx, clients, calls)
+}
+
+// serveRPCUntilClosed answers calls on every pair's server, a goroutine
+// each, and returns the function that ends them: it closes the pairs (the
+// servers' Accept fails then) and waits for the goroutines.
+func serveRPCUntilClosed(pairs []*Pair) (closeAndWait func()) {
+	var wg sync.WaitGroup
+	for _, p := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serveRPC(p.Server)
+		}()
+	}
+	return func() {
+		ClosePairs(pairs)
+		wg.Wait()
+	}
 }
 
 // runCallers runs a caller for each of clients at once, each making calls
