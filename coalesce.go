@@ -119,6 +119,7 @@ type writer struct {
 	// of braid's parks (readwake.go); nil where it does not apply. Set
 	// before run starts, never changed.
 	waker *readWaker
+	turn  *readTurn // the session's read turn, told when the writer waits for pongs (turn.go); set before run starts
 	// deadlineRenew is when the conn's write deadline must be renewed
 	// (armWriteTimeout). It belongs to whoever writes the conn: run, or an
 	// inline write, one at a time (writing and inline, under mu, hand the
@@ -393,7 +394,13 @@ func (w *writer) waitLocked() bool {
 		w.mu.Unlock()
 		w.releaseBuffers()
 		w.waker.beforePark(boundBlocked)
+		if boundBlocked {
+			w.turn.needFrames() // the budget's pongs come as frames (turn.go)
+		}
 		<-w.wake
+		if boundBlocked {
+			w.turn.needDone()
+		}
 		w.mu.Lock()
 	}
 	if w.err == nil && w.draining && len(w.ctrl) == 0 && !w.sched.busy() && w.keptLocked() {

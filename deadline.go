@@ -119,6 +119,16 @@ func (d *deadline) expired() bool {
 }
 
 // stop releases the timer.
+// pending tells whether a deadline is set, in the future or past.
+func (d *deadline) pending() bool {
+	if d.expired() {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.armed != nil && !d.armed.at.IsZero()
+}
+
 func (d *deadline) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -72,6 +72,9 @@ type bulkTracker struct {
 	lastLarge  uint64 // frame number of the last large data frame
 	lastSwitch uint64 // frame number of the last large frame whose stream was not the one before's
 	lastStream uint32 // the stream of the last large frame
+	// lastMarkerPong is the frame number of the last pong of a marker
+	// of ours: our bulk is under way (the read turn's quiet, turn.go).
+	lastMarkerPong uint64
 }
 
 // large records that frame number n is a large data frame for stream id.

@@ -169,6 +169,9 @@ func TestWriteBatchWritesAnAwaitedPong(t *testing.T) {
 // one for a stream nobody reads from does not.
 func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 	_, _, _, b := streamPair(t, nil)
+	// A read deadline keeps the Read off the read turn (turn.go): it
+	// parks, and the read loop hands it the frame.
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(time.Minute)))
 	got := make(chan []byte, 1)
 	go func() {
 		buf := make([]byte, 8)

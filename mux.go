@@ -49,6 +49,7 @@ type Session struct {
 	rideBuf     []header
 	markers     atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
 	cutter      *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	turn        readTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -163,6 +164,11 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	if s.w.waker != nil {
 		s.br.parked = &s.w.waker.parked // before the read loop starts
 	}
+	s.turn.init(cutter, s.caps.flowControl, s.w.parallel)
+	if s.turn.on {
+		s.br.turnWant = &s.turn.want
+	}
+	s.w.turn = &s.turn
 	go s.w.run()
 	go s.readLoop()
 	if !s.caps.ping {
@@ -304,13 +310,16 @@ func (s *Session) registerOutbound(ctx context.Context, extra, charged uint32) (
 		}
 		wait := s.ackWait
 		s.mu.Unlock()
+		s.turn.needFrames() // the ACKs come as frames (turn.go)
 		select {
 		case <-wait:
 		case <-ctx.Done():
+			s.turn.needDone()
 			s.mu.Lock()
 			return nil, ctx.Err()
 		case <-s.closedCh:
 		}
+		s.turn.needDone()
 		s.mu.Lock()
 	}
 	reserved := 0
@@ -371,10 +380,12 @@ func (s *Session) AcceptStream() (*Stream, error) {
 		wait := s.acceptWait
 		s.acceptCalls++
 		s.mu.Unlock()
+		s.turn.needFrames() // the peer's SYN comes as a frame (turn.go)
 		select {
 		case <-wait:
 		case <-s.closedCh:
 		}
+		s.turn.needDone()
 		s.mu.Lock()
 		s.acceptCalls--
 	}
@@ -416,6 +427,8 @@ func (s *Session) Ping() (time.Duration, error) {
 	}
 	t := time.NewTimer(s.cfg.ConnectionWriteTimeout)
 	defer t.Stop()
+	s.turn.needFrames() // the pong comes as a frame (turn.go)
+	defer s.turn.needDone()
 	select {
 	case rtt := <-done:
 		return rtt, nil
@@ -784,6 +797,7 @@ func (s *Session) shutdown(cause error, goAway bool, code uint32, fromReadLoop b
 	for _, st := range streams {
 		st.sessionEnding(streamErr)
 	}
+	s.cutHolder() // a Read reading the conn returns (turn.go)
 
 	if goAway {
 		if s.caps.goAway {
@@ -868,45 +882,86 @@ func (s *Session) logWarn(msg string, err error) {
 }
 
 // readFrames decodes frames until the conn fails or the peer breaks the
-// protocol.
+// protocol. With the read turn on (turn.go) it holds the turn, and lends
+// it at a quiet moment to a Read that wants it; it keeps the turn when
+// it returns, so that no taker reads after the read loop's end.
 func (s *Session) readFrames() error {
+	t := &s.turn
+	if t.on {
+		t.mu.Lock()
+	}
 	for {
-		h, n, err := s.codec.readHeader(s.br)
-		s.recvBytes.Add(uint64(n))
-		if err != nil {
-			return err
-		}
-		s.recvFrames.Add(1)
-		if !s.recvActive.Load() {
-			s.recvActive.Store(true)
-		}
-		switch h.typ {
-		case typeData, typeWindowUpdate:
-			err = s.handleStreamFrame(h)
-			if h.flags&(flagFIN|flagRST) != 0 {
-				// A stream's end may be its bulk flow's (readbuf.go),
-				// marked once its payload is read. The stream's or not:
-				// a stream the application closed once it had read what
-				// it wanted (a request of known length) leaves the table
-				// before the peer's FIN comes, and that FIN ends the
-				// flow all the same.
-				s.br.flowEnded()
+		yield := false
+		if t.on && s.br.buffered() == 0 && s.quietForTurn() {
+			if t.want.Load() > 0 {
+				if err := s.lendTurn(); err != nil {
+					return err
+				}
+				continue
 			}
-		case typePing:
-			s.handlePing(h)
-		case typeGoAway:
-			err = s.handleGoAway(h)
+			yield = true
+			t.idle.Store(true)
+			s.br.yieldCut = yieldWanted
 		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF // the conn ended inside the frame's payload
+		err := s.readFrame(yield)
+		if yield {
+			t.idle.Store(false)
+		}
+		if err == errTurnYield {
+			continue
 		}
 		if err != nil {
 			return err
-		}
-		if s.br.buffered() == 0 {
-			s.last = lastStream{} // the next read may wait: see lastStream
 		}
 	}
+}
+
+// readFrame reads and handles one frame: the read loop's, or a taker's
+// (turn.go). yield tells that a cut of the header's read may end it
+// (errTurnYield); br.yieldCut is cleared once the header is read.
+func (s *Session) readFrame(yield bool) error {
+	h, n, err := s.codec.readHeader(s.br)
+	if yield {
+		s.br.yieldCut = yieldNever
+		if err == errTurnYield {
+			return err // the header's bytes stay buffered, to be read again
+		}
+	}
+	s.recvBytes.Add(uint64(n))
+	if err != nil {
+		return err
+	}
+	s.recvFrames.Add(1)
+	if !s.recvActive.Load() {
+		s.recvActive.Store(true)
+	}
+	switch h.typ {
+	case typeData, typeWindowUpdate:
+		err = s.handleStreamFrame(h)
+		if h.flags&(flagFIN|flagRST) != 0 {
+			// A stream's end may be its bulk flow's (readbuf.go),
+			// marked once its payload is read. The stream's or not:
+			// a stream the application closed once it had read what
+			// it wanted (a request of known length) leaves the table
+			// before the peer's FIN comes, and that FIN ends the
+			// flow all the same.
+			s.br.flowEnded()
+		}
+	case typePing:
+		s.handlePing(h)
+	case typeGoAway:
+		err = s.handleGoAway(h)
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the conn ended inside the frame's payload
+	}
+	if err != nil {
+		return err
+	}
+	if s.br.buffered() == 0 {
+		s.last = lastStream{} // the next read may wait: see lastStream
+	}
+	return nil
 }
 
 // handleStreamFrame handles a data or window update frame.
@@ -1297,6 +1352,7 @@ func (s *Session) handlePing(h header) {
 		return
 	}
 	if isMarker(h.length) {
+		s.bulk.lastMarkerPong = s.recvFrames.Load()
 		s.w.markerAnswered(h.length)
 		return
 	}

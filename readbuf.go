@@ -73,6 +73,32 @@ type readBuffer struct {
 	// where the session has no waker, so that no read pays for it. Set
 	// before the read loop starts; the read loop stores, the waker loads.
 	parked *atomic.Bool
+	// yieldCut, set around a header read by whoever holds the read turn
+	// (turn.go), tells whether a cut of that read ends it with
+	// errTurnYield rather than reading again: never, when a Read wants
+	// the turn (turnWant, the read loop's), or always (a taker's).
+	yieldCut yieldRule
+	turnWant *atomic.Int32 // the session's turn.want; nil where the turn is off
+}
+
+// yieldRule is readBuffer.yieldCut.
+type yieldRule uint8
+
+const (
+	yieldNever  yieldRule = iota
+	yieldWanted           // when a Read wants the turn
+	yieldAlways
+)
+
+// yields tells whether a cut ends the read under the rule.
+func (b *readBuffer) yields() bool {
+	switch b.yieldCut {
+	case yieldWanted:
+		return b.turnWant != nil && b.turnWant.Load() > 0
+	case yieldAlways:
+		return true
+	}
+	return false
 }
 
 func newReadBuffer(conn io.Reader, cutter *readCutter, vec *vectorReader) *readBuffer {
@@ -152,6 +178,9 @@ func (b *readBuffer) fill(need int) error {
 			b.useBig()
 		}
 		n, err := b.connRead(b.buf[b.w:], nil, false)
+		if err == errTurnYield {
+			return err // not the conn's error: nothing was read
+		}
 		b.w += n
 		b.took(n, err, &empty)
 	}
@@ -271,7 +300,8 @@ func (b *readBuffer) took(n int, err error, empty *int) {
 // (only with a vector reader), on into tail in the same system call; it
 // returns the bytes it brought in all. A cut's timeout (lend.go) is not
 // the conn's error: the read is retried, or with lent, ends with
-// errLendCut and what it brought.
+// errLendCut and what it brought, or where yieldCut says so, ends with
+// errTurnYield (turn.go).
 func (b *readBuffer) connRead(p, tail []byte, lent bool) (int, error) {
 	for {
 		var n int
@@ -296,6 +326,9 @@ func (b *readBuffer) connRead(p, tail []byte, lent bool) (int, error) {
 		}
 		if n > 0 {
 			return n, nil
+		}
+		if b.yields() {
+			return 0, errTurnYield
 		}
 	}
 }

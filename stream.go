@@ -191,15 +191,28 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 			return 0, false, nil
 		}
 		s.offerLocked(b)
+		sess := s.session
+		try := turnNotTaken
+		if sess.turn.on {
+			if try = sess.tryReadTurn(s); try == turnRead {
+				continue // it read the conn itself (turn.go)
+			}
+		}
 		wait := waitChan(&s.readWait)
 		s.reading = true
 		s.mu.Unlock()
-		s.session.w.waker.readerWaits()
+		var free chan struct{}
+		if try == turnBusy {
+			free = sess.turn.wantTurn(sess.cutter)
+		}
+		sess.w.waker.readerWaits()
 		select {
 		case <-wait:
 		case <-s.readDeadline.wait():
+		case <-free: // the turn is free: look again, and take it
 		}
-		s.session.w.waker.readerDone()
+		sess.w.waker.readerDone()
+		sess.turn.wantDone(free)
 		s.mu.Lock()
 		s.reading = false
 	}
@@ -467,10 +480,12 @@ func (s *Stream) awaitCredit(want int, whole bool) (int, frameFlags, error) {
 		// between the look at the credit above and the wait below.
 		wait := waitChan(&s.writeWait)
 		s.mu.Unlock()
+		s.session.turn.needFrames() // credit comes as window updates (turn.go)
 		select {
 		case <-wait:
 		case <-s.writeDeadline.wait():
 		}
+		s.session.turn.needDone()
 		s.mu.Lock()
 	}
 }
@@ -587,6 +602,7 @@ func (s *Stream) CloseRead() error {
 	notify(s.readWait)
 	notify(s.roomWait)
 	s.consumedAndUnlock(uint32(dropped))
+	s.session.cutFor(s) // a Read reading the conn returns (turn.go)
 	s.readDeadline.stop()
 	s.maybeRemove()
 	return nil
@@ -619,6 +635,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	err := &StreamError{ErrorCode: code}
 	s.resetLocked(err)
 	s.mu.Unlock()
+	s.session.cutFor(s) // a Read reading the conn returns (turn.go)
 	// Drop before queuing the RST: a batch taken between the two would
 	// put the RST (control first) ahead of the data still queued.
 	s.session.w.drop(&s.send)
@@ -679,12 +696,14 @@ func (s *Stream) maybeRemove() {
 // makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
 	s.readDeadline.set(t)
+	s.session.cutFor(s) // a Read reading the conn waits with the deadline instead (turn.go)
 	return s.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
 func (s *Stream) SetReadDeadline(t time.Time) error {
 	s.readDeadline.set(t)
+	s.session.cutFor(s) // a Read reading the conn waits with the deadline instead (turn.go)
 	return nil
 }
 

@@ -1,0 +1,299 @@
+package braid
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// turnStreamPair is streamPair at two P, where the read turn is on.
+func turnStreamPair(t *testing.T) (client, server *Session, a, b *Stream) {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	client, server, a, b = streamPair(t, nil)
+	require.True(t, client.turn.on && server.turn.on, "the read turn at two P over TCP")
+	return client, server, a, b
+}
+
+// awaitTaker waits until st's Read holds s's read turn.
+func awaitTaker(t *testing.T, s *Session, st *Stream) {
+	t.Helper()
+	require.Eventually(t, func() bool { return s.turn.holder.Load() == st },
+		5*time.Second, 100*time.Microsecond, "the Read to take the read turn")
+}
+
+// TestReadTurnWhere: the read turn is on at more than one P, on yamux,
+// over conns whose reads can be cut (TCP, TLS over TCP); off at one P, on
+// mplex and over net.Pipe.
+func TestReadTurnWhere(t *testing.T) {
+	func() {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+		c, s := sessionPair(t, nil)
+		require.True(t, c.turn.on && s.turn.on, "TCP, two P")
+		t1, t2 := tlsPair(t)
+		c, s = sessionPairOver(t, t1, t2, nil)
+		require.True(t, c.turn.on && s.turn.on, "TLS, two P")
+		c, s = sessionPair(t, &Config{Protocol: Mplex})
+		require.False(t, c.turn.on || s.turn.on, "mplex")
+		p1, p2 := net.Pipe()
+		c, s = sessionPairOver(t, p1, p2, nil)
+		require.False(t, c.turn.on || s.turn.on, "net.Pipe: reads can't be cut")
+	}()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c, s := sessionPair(t, nil)
+	require.False(t, c.turn.on || s.turn.on, "one P")
+}
+
+// TestReadTurnRequestResponse: in a request-response exchange on an
+// otherwise quiet session, the waiting Reads read the conn themselves on
+// both sides, and every byte arrives in order.
+func TestReadTurnRequestResponse(t *testing.T) {
+	for _, overTLS := range []bool{false, true} {
+		name := "tcp"
+		if overTLS {
+			name = "tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			var client, server *Session
+			func() {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+				if overTLS {
+					t1, t2 := tlsPair(t)
+					client, server = sessionPairOver(t, t1, t2, nil)
+				} else {
+					client, server = sessionPair(t, nil)
+				}
+			}()
+			a, err := client.OpenStream(context.Background())
+			require.NoError(t, err)
+			_, err = a.Write([]byte{0})
+			require.NoError(t, err)
+			b, err := server.AcceptStream()
+			require.NoError(t, err)
+			echoed := make(chan error, 1)
+			go func() { // echoes 64 B messages until the client's FIN
+				buf := make([]byte, 64)
+				for {
+					if _, err := io.ReadFull(b, buf); err != nil {
+						if errors.Is(err, io.EOF) {
+							err = nil
+						}
+						echoed <- err
+						return
+					}
+					if _, err := b.Write(buf); err != nil {
+						echoed <- err
+						return
+					}
+				}
+			}()
+			first := make([]byte, 1)
+			require.NoError(t, errorOf(io.ReadFull(b, first)))
+			msg, got := make([]byte, 64), make([]byte, 64)
+			for i := range 300 {
+				for j := range msg {
+					msg[j] = byte(i + j)
+				}
+				_, err := a.Write(msg)
+				require.NoError(t, err)
+				_, err = io.ReadFull(a, got)
+				require.NoError(t, err)
+				require.Equal(t, msg, got, "round trip %d", i)
+			}
+			require.NoError(t, a.CloseWrite())
+			require.NoError(t, errWithin(t, echoed, "the echo"))
+			require.NotZero(t, client.turn.taken.Load(), "frames the client's Reads read")
+			require.NotZero(t, server.turn.taken.Load(), "frames the server's Reads read")
+		})
+	}
+}
+
+// errorOf returns the error of a two-result call.
+func errorOf(_ int, err error) error { return err }
+
+// TestReadTurnEventsReachTheTaker: a Read that holds the read turn, waiting
+// in a conn read, returns for its stream's own events (as a parked Read
+// does) and for the session's end, with the error a parked Read returns.
+func TestReadTurnEventsReachTheTaker(t *testing.T) {
+	cases := []struct {
+		name  string
+		event func(client, server *Session, b *Stream)
+		want  error
+	}{
+		{"CloseRead", func(_, _ *Session, b *Stream) { _ = b.CloseRead() }, ErrStreamClosed},
+		{"Close", func(_, _ *Session, b *Stream) { _ = b.Close() }, ErrStreamClosed},
+		{"Reset", func(_, _ *Session, b *Stream) { _ = b.Reset() }, ErrStreamReset},
+		{"deadline passed", func(_, _ *Session, b *Stream) { _ = b.SetReadDeadline(time.Now()) }, os.ErrDeadlineExceeded},
+		{"deadline to come", func(_, _ *Session, b *Stream) { _ = b.SetReadDeadline(time.Now().Add(20 * time.Millisecond)) }, os.ErrDeadlineExceeded},
+		{"SetDeadline", func(_, _ *Session, b *Stream) { _ = b.SetDeadline(time.Now().Add(20 * time.Millisecond)) }, os.ErrDeadlineExceeded},
+		{"session Close", func(_, server *Session, _ *Stream) { _ = server.Close() }, ErrSessionClosed},
+		{"peer's session Close", func(client, _ *Session, _ *Stream) { _ = client.Close() }, ErrStreamReset},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			client, server, _, b := turnStreamPair(t)
+			read := readInBackground(b, 8)
+			awaitTaker(t, server, b)
+			c.event(client, server, b)
+			err := errWithin(t, read, "the Read holding the turn")
+			require.ErrorIs(t, err, c.want)
+			require.NotErrorIs(t, err, io.EOF)
+		})
+	}
+}
+
+// TestReadTurnServesTheSession: while one stream's Read holds the read
+// turn, the frames it reads serve the whole session: another stream's
+// parked Read gets its data, a new stream is accepted, a ping is
+// answered, and the window updates of a transfer larger than a window
+// come back, so that its Write ends; each byte arrives in order.
+func TestReadTurnServesTheSession(t *testing.T) {
+	client, server, _, b := turnStreamPair(t)
+	held := readInBackground(b, 8)
+	awaitTaker(t, server, b)
+
+	// A new stream, accepted while the Read reads.
+	a2, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = a2.Write([]byte("second"))
+	require.NoError(t, err)
+	b2, err := server.AcceptStream()
+	require.NoError(t, err)
+	got := make([]byte, 6)
+	_, err = io.ReadFull(b2, got)
+	require.NoError(t, err)
+	require.Equal(t, "second", string(got))
+
+	// A ping of the server's: its pong comes as a frame.
+	_, err = server.Ping()
+	require.NoError(t, err)
+
+	// 1 MiB from the server: four windows, their updates read by
+	// whoever holds the turn.
+	payload := make([]byte, 1<<20)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := b2.Write(payload)
+		wrote <- err
+	}()
+	recv := make([]byte, len(payload))
+	_, err = io.ReadFull(a2, recv)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(payload, recv), "the transfer's bytes")
+	require.NoError(t, errWithin(t, wrote, "the transfer's Write"))
+
+	// And the held Read still gets its own data.
+	a := client.streams[b.ID()]
+	require.NotNil(t, a)
+	_, err = a.Write([]byte("held-end"))
+	require.NoError(t, err)
+	require.NoError(t, errWithin(t, held, "the held Read"))
+}
+
+// TestReadTurnLargeFramesGoToTheReadLoop: a Read that holds the turn
+// leaves a frame larger than takerMaxFrame to the read loop (and to its
+// own lent buffer); large messages arrive whole and in order.
+func TestReadTurnLargeFramesGoToTheReadLoop(t *testing.T) {
+	_, server, a, b := turnStreamPair(t)
+	msg := make([]byte, 256<<10)
+	for i := range msg {
+		msg[i] = byte(i % 251)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for range 8 {
+			if _, err := a.Write(msg); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- a.CloseWrite()
+	}()
+	got := make([]byte, len(msg))
+	for i := range 8 {
+		_, err := io.ReadFull(b, got)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(msg, got), "message %d", i)
+	}
+	_, err := b.Read(got)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, errWithin(t, done, "the writes"))
+	require.Nil(t, server.turn.holder.Load())
+}
+
+// TestReadTurnProtocolErrorFromATaker: a frame that breaks the protocol,
+// read by a Read holding the turn, ends the session as the read loop's
+// own reading of it does: a go-away with the protocol-error code, and the
+// Read fails with an error that does not match io.EOF.
+func TestReadTurnProtocolErrorFromATaker(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p, s := quirkPeer(t, nil, false)
+	require.True(t, s.turn.on)
+	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
+	st := acceptID(t, s, 1)
+	got := make([]byte, 1)
+	_, err := io.ReadFull(st, got)
+	require.NoError(t, err)
+	read := readInBackground(st, 8)
+	awaitTaker(t, s, st)
+	p.send(header{typ: typeData, flags: flagSYN, streamID: 2, length: 1}, []byte("x")) // the client opens an even id: wrong parity
+	err = errWithin(t, read, "the Read holding the turn")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, io.EOF)
+	p.await("go-away", 1, func(f rawFrame) bool { return f.typ == typeGoAway && f.length == GoAwayProtocolError })
+	require.ErrorIs(t, s.Err(), ErrProtocol)
+}
+
+// TestReadTurnGoesBackWhenFree: once a taker has its data and nobody else
+// waits, the turn is free; a frame nobody waits for (the peer's ping) is
+// still answered, by the read loop once it takes the turn back.
+func TestReadTurnGoesBackWhenFree(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p, s := quirkPeer(t, nil, false)
+	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
+	st := acceptID(t, s, 1)
+	got := make([]byte, 1)
+	_, err := io.ReadFull(st, got)
+	require.NoError(t, err)
+	read := readInBackground(st, 1)
+	awaitTaker(t, s, st)
+	p.send(header{typ: typeData, streamID: 1, length: 1}, []byte("b"))
+	require.NoError(t, errWithin(t, read, "the Read holding the turn"))
+	require.Nil(t, s.turn.holder.Load())
+	p.ping(0xB0B) // awaits the pong
+}
+
+// TestReadTurnPeerHangsUp: the peer's conn ends while a Read holds the
+// turn: the Read fails with an error of the session's end, never io.EOF,
+// and the session closes.
+func TestReadTurnPeerHangsUp(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	p, s := quirkPeer(t, nil, false)
+	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
+	st := acceptID(t, s, 1)
+	got := make([]byte, 1)
+	_, err := io.ReadFull(st, got)
+	require.NoError(t, err)
+	read := readInBackground(st, 8)
+	awaitTaker(t, s, st)
+	require.NoError(t, p.conn.Close())
+	err = errWithin(t, read, "the Read holding the turn")
+	require.ErrorIs(t, err, ErrStreamReset)
+	require.NotErrorIs(t, err, io.EOF)
+	select {
+	case <-s.CloseChan():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not close")
+	}
+}
