@@ -29,14 +29,19 @@ const (
 // A session runs two goroutines: the read loop, which decodes frames and
 // hands them to streams, and the writer, the only code that writes to the
 // conn. Both end when the session closes, which Close does and which the
-// loss of the conn or a peer that breaks the protocol causes.
+// loss of the conn or a peer that breaks the protocol causes. At a quiet
+// moment a Read may read the conn in the read loop's stead (turn.go).
 type Session struct {
-	conn     net.Conn
-	cfg      Config
-	client   bool
-	codec    codec
-	caps     capabilities // what the protocol can express
-	w        *writer
+	conn   net.Conn
+	cfg    Config
+	client bool
+	codec  codec
+	caps   capabilities // what the protocol can express
+	w      *writer
+	// The read side's state below (br to rideBuf) is owned by whoever
+	// holds the conn turn (turn.go): the read loop, or a Read reading the
+	// conn at a quiet moment; "the read loop" in their comments means
+	// that holder.
 	br       *readBuffer // owned by the read loop
 	last     lastStream  // the stream of the last stream frame read; owned by the read loop
 	bulk     bulkTracker // the large data frames read (handoff.go); owned by the read loop
@@ -49,7 +54,7 @@ type Session struct {
 	rideBuf     []header
 	markers     atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
 	cutter      *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
-	turn        readTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
+	turn        connTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
