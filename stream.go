@@ -204,15 +204,23 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 		var free chan struct{}
 		if try == turnBusy {
 			free = sess.turn.wantTurn(sess.cutter)
+		} else {
+			sess.turn.needFrames() // a Read that won't read the conn waits for the read loop to
 		}
 		sess.w.waker.readerWaits()
+		tookFree := false
 		select {
 		case <-wait:
 		case <-s.readDeadline.wait():
 		case <-free: // the turn is free: look again, and take it
+			tookFree = true
 		}
 		sess.w.waker.readerDone()
-		sess.turn.wantDone(free)
+		if free != nil {
+			sess.turn.wantDone(tookFree)
+		} else {
+			sess.turn.needDone()
+		}
 		s.mu.Lock()
 		s.reading = false
 	}

@@ -30,7 +30,8 @@ import (
 // loop lends the turn when a Read wants it (turnWant) and the session is
 // quiet, and takes it back when the Read returns it while somebody else
 // waits for frames (a Write for credit, the writer for the in-flight
-// budget's pongs, AcceptStream, an OpenStream for its ACK, a Ping: needs),
+// budget's pongs, AcceptStream, an OpenStream for its ACK, a Ping, a Read
+// that may not take the turn: needs),
 // or after turnLoan in any case. A Read that returns what it waited for
 // leaves the turn free while nobody else waits: its next Read, a request
 // later, takes it again, and no goroutine was woken. Where somebody else
@@ -267,16 +268,22 @@ func (t *connTurn) wantTurn(cutter *readCutter) chan struct{} {
 	return t.free
 }
 
-// wantDone ends wantTurn's record; free is what it returned.
-func (t *connTurn) wantDone(free chan struct{}) {
-	if free != nil {
-		t.want.Add(-1)
+// wantDone ends wantTurn's record; tookFree tells that the Read was told
+// the turn is free (and goes to take it). A Read that leaves for another
+// reason (its data came, its deadline) while the read loop has lent the
+// turn for it, and no other Read wants it, calls the turn back: else
+// nobody would read until turnLoan.
+func (t *connTurn) wantDone(tookFree bool) {
+	if t.want.Add(-1) == 0 && !tookFree && t.lent.Load() && !t.holding.Load() {
+		notify(t.back)
 	}
 }
 
-// needFrames records a goroutine that waits for frames (not a Read), and
-// calls the turn back if it is lent and free. Safe on a nil connTurn's
-// session (off).
+// needFrames records a goroutine that waits for frames and won't read
+// the conn itself (a Read that may not take the turn, a Write waiting for
+// credit, the writer, AcceptStream, OpenStream, Ping), and calls the turn
+// back if it is lent and free. Safe on a nil connTurn and on a session
+// with the turn off.
 func (t *connTurn) needFrames() {
 	if t == nil || !t.on {
 		return
