@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,6 +127,25 @@ func FuzzClientSession(f *testing.F) {
 	})
 }
 
+// FuzzSessionTCP is FuzzSession and FuzzClientSession's yamux half over
+// loopback TCP at GOMAXPROCS 2, where the conn turn is on (turn.go): a
+// stream's Read that waits at a quiet moment reads the peer's bytes
+// itself, and hands what it can't read (a large frame, an error) back to
+// the read loop. net.Pipe's reads can't be cut, so the other targets
+// never take that path.
+func FuzzSessionTCP(f *testing.F) {
+	for _, s := range sessionSeeds() {
+		f.Add(false, s)
+	}
+	for _, s := range clientSeeds() {
+		f.Add(true, s)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	f.Fuzz(func(t *testing.T, client bool, in []byte) {
+		checkSessionOver(t, Yamux, client, in, tcpPair)
+	})
+}
+
 // fuzzClientStreams is how many streams the client of FuzzClientSession
 // opens before the peer's bytes come: yamux ids 1 and 3, mplex ids 0 and 1.
 const fuzzClientStreams = 2
@@ -177,7 +197,8 @@ func mplexClientSeeds() [][]byte {
 }
 
 // checkSessionAgainst runs a braid session of protocol p, as the client or
-// the server, over net.Pipe against a peer that writes in and hangs up. The
+// the server, over net.Pipe against a peer that writes in and hangs up
+// (checkSessionOver: over another conn pair). The
 // application accepts every stream and echoes it; a client first opens
 // fuzzClientStreams streams, writes fuzzRequest on each, closes its write
 // side and reads to the end. Whatever the bytes, the session must not
@@ -187,12 +208,18 @@ func mplexClientSeeds() [][]byte {
 // Read may return an error matching io.EOF unless the peer's bytes carry
 // that stream's FIN (finsIn).
 func checkSessionAgainst(t *testing.T, p Protocol, client bool, in []byte) {
+	checkSessionOver(t, p, client, in, func(testing.TB) (net.Conn, net.Conn) { return net.Pipe() })
+}
+
+// checkSessionOver is checkSessionAgainst over the conn pair conns makes:
+// the peer gets the first.
+func checkSessionOver(t *testing.T, p Protocol, client bool, in []byte, conns func(testing.TB) (net.Conn, net.Conn)) {
 	mem := &countingMemory{}
 	cfg := DefaultConfig()
 	cfg.Protocol = p
 	cfg.DisableKeepAlive = true
 	cfg.Memory = mem
-	c1, c2 := net.Pipe()
+	c1, c2 := conns(t)
 	newSession := Server
 	if client {
 		newSession = Client

@@ -172,6 +172,9 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 	s.turn.init(cutter, s.caps.flowControl, s.w.parallel)
 	if s.turn.on {
 		s.br.turnWant = &s.turn.want
+		// The read loop holds the turn from the start: a Read that came
+		// before the goroutine ran must not read first.
+		s.turn.mu.Lock()
 	}
 	s.w.turn = &s.turn
 	go s.w.run()
@@ -887,14 +890,12 @@ func (s *Session) logWarn(msg string, err error) {
 }
 
 // readFrames decodes frames until the conn fails or the peer breaks the
-// protocol. With the read turn on (turn.go) it holds the turn, and lends
-// it at a quiet moment to a Read that wants it; it keeps the turn when
-// it returns, so that no taker reads after the read loop's end.
+// protocol. With the conn turn on (turn.go) it holds the turn (locked
+// for it by newSession), and lends it at a quiet moment to a Read that
+// wants it; it keeps the turn when it returns, so that no taker reads
+// after the read loop's end.
 func (s *Session) readFrames() error {
-	t := &s.turn
-	if t.on {
-		t.mu.Lock()
-	}
+	t := &s.turn // held since newSession, if on
 	for {
 		yield := false
 		if t.on && s.br.buffered() == 0 && s.quietForTurn() {

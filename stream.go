@@ -163,6 +163,7 @@ func (s *Stream) Read(b []byte) (int, error) {
 // them back, giveBack). mu held on entry and on return; released while
 // waiting.
 func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
+	gaveBack := false // this look follows a turn given back to the read loop: park
 	for {
 		if s.lend.holds(b) {
 			if s.lend.active {
@@ -193,11 +194,18 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 		s.offerLocked(b)
 		sess := s.session
 		try := turnNotTaken
-		if sess.turn.on {
-			if try = sess.tryReadTurn(s); try == turnRead {
+		if sess.turn.on && !gaveBack {
+			switch try = sess.tryReadTurn(s); try {
+			case turnRead:
 				continue // it read the conn itself (turn.go)
+			case turnGaveBack:
+				// mu was released: look again (a wake-up
+				// meanwhile found no waiter), then park.
+				gaveBack = true
+				continue
 			}
 		}
+		gaveBack = false
 		wait := waitChan(&s.readWait)
 		s.reading = true
 		s.mu.Unlock()

@@ -150,14 +150,17 @@ func (s *Session) lendTurn() error {
 type turnTry uint8
 
 const (
-	turnNotTaken turnTry = iota // the Read may not take the turn, or gave it back to the read loop: it parks as ever
+	turnNotTaken turnTry = iota // the Read may not take the turn: it parks as ever
 	turnBusy                    // somebody else holds the turn: the Read parks wanting it
 	turnRead                    // the Read read the conn: it looks at its stream again
+	turnGaveBack                // the Read took the turn and gave it back to the read loop: it looks again, then parks as ever
 )
 
 // tryReadTurn takes the turn for st's Read, if it is free, and reads what
 // one conn read brings. st.mu held on entry and on return; released while
-// it reads.
+// it reads (turnRead, turnGaveBack), so that the Read must look at its
+// stream again before it parks: a wake-up that came meanwhile found no
+// waiter.
 func (s *Session) tryReadTurn(st *Stream) turnTry {
 	t := &s.turn
 	if st.readDeadline.pending() || isClosed(s.closedCh) {
@@ -183,7 +186,7 @@ func (s *Session) tryReadTurn(st *Stream) turnTry {
 	if read {
 		return turnRead
 	}
-	return turnNotTaken
+	return turnGaveBack
 }
 
 // readAsTaker reads whole frames for a taker: what the buffer holds, or
