@@ -119,7 +119,7 @@ type writer struct {
 	// of braid's parks (readwake.go); nil where it does not apply. Set
 	// before run starts, never changed.
 	waker *readWaker
-	turn  *connTurn // the session's read turn, told when the writer waits for pongs (turn.go); set before run starts
+	turn  *connTurn // the session's conn turn, told when the writer waits for pongs (turn.go); set before run starts
 	// deadlineRenew is when the conn's write deadline must be renewed
 	// (armWriteTimeout). It belongs to whoever writes the conn: run, or an
 	// inline write, one at a time (writing and inline, under mu, hand the

@@ -118,7 +118,6 @@ func (d *deadline) expired() bool {
 	return c != nil && isClosed(*c)
 }
 
-// stop releases the timer.
 // pending tells whether a deadline is set, in the future or past.
 func (d *deadline) pending() bool {
 	if d.expired() {
@@ -129,6 +128,7 @@ func (d *deadline) pending() bool {
 	return d.armed != nil && !d.armed.at.IsZero()
 }
 
+// stop releases the timer.
 func (d *deadline) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

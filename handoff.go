@@ -73,7 +73,7 @@ type bulkTracker struct {
 	lastSwitch uint64 // frame number of the last large frame whose stream was not the one before's
 	lastStream uint32 // the stream of the last large frame
 	// lastMarkerPong is the frame number of the last pong of a marker
-	// of ours: our bulk is under way (the read turn's quiet, turn.go).
+	// of ours: our bulk is under way (the conn turn's quiet, turn.go).
 	lastMarkerPong uint64
 }
 

@@ -73,7 +73,7 @@ type readBuffer struct {
 	// where the session has no waker, so that no read pays for it. Set
 	// before the read loop starts; the read loop stores, the waker loads.
 	parked *atomic.Bool
-	// yieldCut, set around a header read by whoever holds the read turn
+	// yieldCut, set around a header read by whoever holds the conn turn
 	// (turn.go), tells whether a cut of that read ends it with
 	// errTurnYield rather than reading again: never, when a Read wants
 	// the turn (turnWant, the read loop's), or always (a taker's).

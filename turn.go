@@ -79,7 +79,7 @@ const (
 
 // errTurnYield ends a header read that a cut interrupted for the turn:
 // the reader lends or returns the turn. It never leaves the session.
-var errTurnYield = errors.New("braid: read turn wanted")
+var errTurnYield = errors.New("braid: conn turn wanted")
 
 // connTurn is the right to read frames off the conn. The read loop holds
 // mu whenever the turn is not lent; a taker holds it while it reads.
