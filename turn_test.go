@@ -232,23 +232,32 @@ func TestReadTurnLargeFramesGoToTheReadLoop(t *testing.T) {
 	require.Nil(t, server.turn.holder.Load())
 }
 
-// TestReadTurnProtocolErrorFromATaker: a frame that breaks the protocol,
-// read by a Read holding the turn, ends the session as the read loop's
-// own reading of it does: a go-away with the protocol-error code, and the
-// Read fails with an error that does not match io.EOF.
-func TestReadTurnProtocolErrorFromATaker(t *testing.T) {
+// rawPeerTaker makes a braid server at two P beside a raw peer, which
+// opens stream 1 with a byte that braid reads; then a Read of n bytes on
+// stream 1 waits, holding the conn turn, and its error comes on read.
+func rawPeerTaker(t *testing.T, n int) (p *rawPeer, s *Session, read <-chan error) {
+	t.Helper()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p, s := quirkPeer(t, nil, false)
+	p, s = quirkPeer(t, nil, false)
 	require.True(t, s.turn.on)
 	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
 	st := acceptID(t, s, 1)
 	got := make([]byte, 1)
 	_, err := io.ReadFull(st, got)
 	require.NoError(t, err)
-	read := readInBackground(st, 8)
+	read = readInBackground(st, n)
 	awaitTaker(t, s, st)
+	return p, s, read
+}
+
+// TestReadTurnProtocolErrorFromATaker: a frame that breaks the protocol,
+// read by a Read holding the turn, ends the session as the read loop's
+// own reading of it does: a go-away with the protocol-error code, and the
+// Read fails with an error that does not match io.EOF.
+func TestReadTurnProtocolErrorFromATaker(t *testing.T) {
+	p, s, read := rawPeerTaker(t, 8)
 	p.send(header{typ: typeData, flags: flagSYN, streamID: 2, length: 1}, []byte("x")) // the client opens an even id: wrong parity
-	err = errWithin(t, read, "the Read holding the turn")
+	err := errWithin(t, read, "the Read holding the turn")
 	require.Error(t, err)
 	require.NotErrorIs(t, err, io.EOF)
 	p.await("go-away", 1, func(f rawFrame) bool { return f.typ == typeGoAway && f.length == GoAwayProtocolError })
@@ -259,15 +268,7 @@ func TestReadTurnProtocolErrorFromATaker(t *testing.T) {
 // waits, the turn is free; a frame nobody waits for (the peer's ping) is
 // still answered, by the read loop once it takes the turn back.
 func TestReadTurnGoesBackWhenFree(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p, s := quirkPeer(t, nil, false)
-	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
-	st := acceptID(t, s, 1)
-	got := make([]byte, 1)
-	_, err := io.ReadFull(st, got)
-	require.NoError(t, err)
-	read := readInBackground(st, 1)
-	awaitTaker(t, s, st)
+	p, s, read := rawPeerTaker(t, 1)
 	p.send(header{typ: typeData, streamID: 1, length: 1}, []byte("b"))
 	require.NoError(t, errWithin(t, read, "the Read holding the turn"))
 	require.Nil(t, s.turn.holder.Load())
@@ -278,17 +279,9 @@ func TestReadTurnGoesBackWhenFree(t *testing.T) {
 // turn: the Read fails with an error of the session's end, never io.EOF,
 // and the session closes.
 func TestReadTurnPeerHangsUp(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	p, s := quirkPeer(t, nil, false)
-	p.send(header{typ: typeData, flags: flagSYN, streamID: 1, length: 1}, []byte("a"))
-	st := acceptID(t, s, 1)
-	got := make([]byte, 1)
-	_, err := io.ReadFull(st, got)
-	require.NoError(t, err)
-	read := readInBackground(st, 8)
-	awaitTaker(t, s, st)
+	p, s, read := rawPeerTaker(t, 8)
 	require.NoError(t, p.conn.Close())
-	err = errWithin(t, read, "the Read holding the turn")
+	err := errWithin(t, read, "the Read holding the turn")
 	require.ErrorIs(t, err, ErrStreamReset)
 	require.NotErrorIs(t, err, io.EOF)
 	select {
