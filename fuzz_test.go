@@ -146,6 +146,10 @@ func FuzzSessionTCP(f *testing.F) {
 	})
 }
 
+// fuzzTurnWait bounds FuzzSessionTCP's wait, between the two halves of
+// the peer's bytes, for a Read to take the conn turn.
+const fuzzTurnWait = 200 * time.Microsecond
+
 // fuzzClientStreams is how many streams the client of FuzzClientSession
 // opens before the peer's bytes come: yamux ids 1 and 3, mplex ids 0 and 1.
 const fuzzClientStreams = 2
@@ -290,8 +294,18 @@ func checkSessionOver(t *testing.T, p Protocol, client bool, in []byte, conns fu
 			}()
 		}
 	}
-	_, _ = c1.Write(in) // fails once braid closed the pipe: fine
-	_ = c1.Close()      // the peer hangs up
+	rest := in
+	if s.turn.on && len(in) > 1 {
+		// The conn turn (turn.go): the first half, then a moment for a
+		// Read to wait at a quiet moment and read the rest itself.
+		_, _ = c1.Write(in[:len(in)/2])
+		for end := time.Now().Add(fuzzTurnWait); time.Now().Before(end) && !s.turn.holding.Load(); {
+			runtime.Gosched()
+		}
+		rest = in[len(in)/2:]
+	}
+	_, _ = c1.Write(rest) // fails once braid closed the pipe: fine
+	_ = c1.Close()        // the peer hangs up
 
 	select {
 	case <-s.CloseChan():
