@@ -195,7 +195,7 @@ func (s *Stream) readLocked(b []byte) (n int, buffered bool, err error) {
 		sess := s.session
 		try := turnNotTaken
 		if sess.turn.on && !gaveBack {
-			switch try = sess.tryReadTurn(s); try {
+			switch try = sess.tryReadTurn(s, b); try {
 			case turnRead:
 				continue // it read the conn itself (turn.go)
 			case turnGaveBack:

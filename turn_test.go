@@ -290,3 +290,52 @@ func TestReadTurnPeerHangsUp(t *testing.T) {
 		t.Fatal("the session did not close")
 	}
 }
+
+// TestReadTurnManyWaitingReads: with a Read waiting on each of many
+// streams, one holds the turn and the others want it; messages to each in
+// turn reach each, whoever reads them, and the turn goes round.
+func TestReadTurnManyWaitingReads(t *testing.T) {
+	client, server, _, _ := turnStreamPair(t)
+	const streams = 50
+	outs := make([]*Stream, streams)
+	reads := make([]<-chan error, streams)
+	for i := range outs {
+		a, err := client.OpenStream(context.Background())
+		require.NoError(t, err)
+		_, err = a.Write([]byte{byte(i)})
+		require.NoError(t, err)
+		b, err := server.AcceptStream()
+		require.NoError(t, err)
+		first := make([]byte, 1)
+		_, err = io.ReadFull(b, first)
+		require.NoError(t, err)
+		require.Equal(t, byte(i), first[0])
+		outs[i] = a
+		reads[i] = readExactly(b, []byte{byte(i), 'x'})
+	}
+	for i, a := range outs {
+		_, err := a.Write([]byte{byte(i), 'x'})
+		require.NoError(t, err)
+		require.NoError(t, errWithin(t, reads[i], "a waiting Read"))
+	}
+	require.NotZero(t, server.turn.taken.Load(), "frames the server's Reads read")
+}
+
+// readExactly starts a ReadFull of len(want) bytes on st, and sends nil if
+// they are want, else the error.
+func readExactly(st *Stream, want []byte) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(st, got); err != nil {
+			errc <- err
+			return
+		}
+		if !bytes.Equal(got, want) {
+			errc <- errors.New("read " + string(got) + ", want " + string(want))
+			return
+		}
+		errc <- nil
+	}()
+	return errc
+}
