@@ -299,7 +299,7 @@ func checkSessionOver(t *testing.T, p Protocol, client bool, in []byte, conns fu
 		// The conn turn (turn.go): the first half, then a moment for a
 		// Read to wait at a quiet moment and read the rest itself.
 		_, _ = c1.Write(in[:len(in)/2])
-		for end := time.Now().Add(fuzzTurnWait); time.Now().Before(end) && !s.turn.holding.Load(); {
+		for end := time.Now().Add(fuzzTurnWait); time.Now().Before(end) && s.turn.holder.Load() == nil; {
 			runtime.Gosched()
 		}
 		rest = in[len(in)/2:]

@@ -88,19 +88,18 @@ var errTurnYield = errors.New("braid: conn turn wanted")
 // connTurn is the right to read frames off the conn. The read loop holds
 // mu whenever the turn is not lent; a taker holds it while it reads.
 type connTurn struct {
-	mu      sync.Mutex             // the turn
-	on      bool                   // fixed at the session's start
-	want    atomic.Int32           // Reads waiting that would take the turn
-	needs   atomic.Int32           // goroutines other than Reads waiting for frames
-	lent    atomic.Bool            // the read loop has lent the turn and waits in lend
-	holding atomic.Bool            // a taker holds the turn
-	holder  atomic.Pointer[Stream] // the stream whose Read holds the turn
-	idle    atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read
-	free    chan struct{}          // one slot: the turn is free for a Read that wants it
-	back    chan struct{}          // one slot: the read loop should take the turn back
-	err     error                  // a frame error a taker met; mu held; the read loop returns it
-	taken   atomic.Uint64          // frames takers read, for tests
-	timer   *time.Timer            // lend's bound; the read loop's
+	mu     sync.Mutex             // the turn
+	on     bool                   // fixed at the session's start
+	want   atomic.Int32           // Reads waiting that would take the turn
+	needs  atomic.Int32           // goroutines other than Reads waiting for frames
+	lent   atomic.Bool            // the read loop has lent the turn and waits in lend
+	holder atomic.Pointer[Stream] // the stream whose Read holds the turn (every taker is a Read); nil while the read loop holds it or it is free
+	idle   atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read
+	free   chan struct{}          // one slot: the turn is free for a Read that wants it
+	back   chan struct{}          // one slot: the read loop should take the turn back
+	err    error                  // a frame error a taker met; mu held; the read loop returns it
+	taken  atomic.Uint64          // frames takers read, for tests
+	timer  *time.Timer            // lend's bound; the read loop's
 }
 
 // init switches the turn on for a session over a conn whose reads can be
@@ -174,12 +173,10 @@ func (s *Session) tryReadTurn(st *Stream, b []byte) turnTry {
 	if !t.mu.TryLock() {
 		return turnBusy
 	}
-	t.holding.Store(true)
 	t.holder.Store(st) // under st.mu: an event of st's after its unlock finds it and cuts
 	if st.readDeadline.pending() || isClosed(s.closedCh) {
 		// Set or closed since the look above, maybe before the cut
 		// could find the holder.
-		t.holder.Store(nil)
 		s.releaseTurn()
 		return turnNotTaken
 	}
@@ -190,7 +187,6 @@ func (s *Session) tryReadTurn(st *Stream, b []byte) turnTry {
 		// and nobody else is woken for it.
 		read = s.readAsTaker()
 	}
-	t.holder.Store(nil)
 	s.releaseTurn()
 	st.mu.Lock()
 	if read {
@@ -272,7 +268,7 @@ func (s *Session) nextFrameNeed() int {
 // the read loop while somebody else waits for frames, or leaves it free.
 func (s *Session) releaseTurn() {
 	t := &s.turn
-	t.holding.Store(false)
+	t.holder.Store(nil)
 	t.mu.Unlock()
 	switch {
 	case t.want.Load() > 0:
@@ -299,7 +295,7 @@ func (t *connTurn) wantTurn(cutter *readCutter) chan struct{} {
 // turn for it, and no other Read wants it, calls the turn back: else
 // nobody would read until turnLoan.
 func (t *connTurn) wantDone(tookFree bool) {
-	if t.want.Add(-1) == 0 && !tookFree && t.lent.Load() && !t.holding.Load() {
+	if t.want.Add(-1) == 0 && !tookFree && t.lent.Load() && t.holder.Load() == nil {
 		notify(t.back)
 	}
 }
@@ -314,7 +310,7 @@ func (t *connTurn) needFrames() {
 		return
 	}
 	t.needs.Add(1)
-	if t.lent.Load() && !t.holding.Load() {
+	if t.lent.Load() && t.holder.Load() == nil {
 		notify(t.back)
 	}
 }
@@ -337,7 +333,7 @@ func (s *Session) cutFor(st *Stream) {
 
 // cutHolder cuts a taker's conn read, whoever it is: the session ends.
 func (s *Session) cutHolder() {
-	if s.turn.on && s.turn.holding.Load() {
+	if s.turn.on && s.turn.holder.Load() != nil {
 		s.cutter.cut()
 	}
 }
