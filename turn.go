@@ -115,7 +115,12 @@ func (t *connTurn) init(cutter *readCutter, flowControl, parallel bool) {
 
 // quietForTurn tells whether nothing streams either way: no large data
 // frame and no pong of a marker (a sign of our own bulk) among the last
-// recentFrames read. Read loop or taker.
+// recentFrames read, and no burst read (readBuffer.bulkFlowing) within
+// bulkGrace. The read loop asks when its buffer is empty, once a conn
+// read, not once a frame; the clock is read only after a burst read, and
+// only when the frame counts say quiet. (The last read's size alone, with
+// no clock, measured 100 x 64 B at two P x0.944 over TCP, 1 of 6 pairs
+// above: the turn then changed hands between bursts.) Read loop or taker.
 func (s *Session) quietForTurn() bool {
 	n := s.recvFrames.Load()
 	return !s.bulk.flowing(n) && (s.bulk.lastMarkerPong == 0 || n-s.bulk.lastMarkerPong > recentFrames) && !s.br.bulkFlowing()
