@@ -112,12 +112,8 @@ func FuzzMplexSession(f *testing.F) {
 // request on each: the peer's bytes answer, reset or flood the client's
 // own streams, where FuzzSession's peer can only open streams of its own.
 func FuzzClientSession(f *testing.F) {
-	for _, s := range clientSeeds() {
-		f.Add(false, s)
-	}
-	for _, s := range mplexClientSeeds() {
-		f.Add(true, s)
-	}
+	addFlaggedSeeds(f, false, clientSeeds())
+	addFlaggedSeeds(f, true, mplexClientSeeds())
 	f.Fuzz(func(t *testing.T, mplex bool, in []byte) {
 		p := Yamux
 		if mplex {
@@ -127,6 +123,14 @@ func FuzzClientSession(f *testing.F) {
 	})
 }
 
+// addFlaggedSeeds adds each of seeds to a target of (bool, []byte) with
+// flag as its bool.
+func addFlaggedSeeds(f *testing.F, flag bool, seeds [][]byte) {
+	for _, s := range seeds {
+		f.Add(flag, s)
+	}
+}
+
 // FuzzSessionTCP is FuzzSession and FuzzClientSession's yamux half over
 // loopback TCP at GOMAXPROCS 2, where the conn turn is on (turn.go): a
 // stream's Read that waits at a quiet moment reads the peer's bytes
@@ -134,12 +138,8 @@ func FuzzClientSession(f *testing.F) {
 // the read loop. net.Pipe's reads can't be cut, so the other targets
 // never take that path.
 func FuzzSessionTCP(f *testing.F) {
-	for _, s := range sessionSeeds() {
-		f.Add(false, s)
-	}
-	for _, s := range clientSeeds() {
-		f.Add(true, s)
-	}
+	addFlaggedSeeds(f, false, sessionSeeds())
+	addFlaggedSeeds(f, true, clientSeeds())
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	f.Fuzz(func(t *testing.T, client bool, in []byte) {
 		checkSessionOver(t, Yamux, client, in, tcpPair)

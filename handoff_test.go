@@ -1,7 +1,6 @@
 package braid
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -292,23 +291,14 @@ func TestTLSBulkBesideSmallMessages(t *testing.T) {
 			defer wg.Done()
 			i := int(st.ID()-1) / 2 // the client's streams are 1, 3, 5...
 			if i == bulkStreams {   // the ping stream: echo
-				buf := make([]byte, 64)
-				if _, err := io.ReadFull(st, buf[:1]); err != nil {
+				if _, err := io.ReadFull(st, make([]byte, 1)); err != nil {
 					errs <- err
 					return
 				}
-				for {
-					if _, err := io.ReadFull(st, buf); err != nil {
-						if err != io.EOF {
-							errs <- err
-						}
-						return
-					}
-					if _, err := st.Write(buf); err != nil {
-						errs <- err
-						return
-					}
+				if err := echoMessages(st, 64); err != nil {
+					errs <- err
 				}
+				return
 			}
 			got, err := io.ReadAll(st)
 			if err != nil {
@@ -327,17 +317,7 @@ func TestTLSBulkBesideSmallMessages(t *testing.T) {
 			}
 		}()
 	}
-	msg, reply := make([]byte, 64), make([]byte, 64)
-	for r := range roundTrips {
-		for j := range msg {
-			msg[j] = byte(r + j)
-		}
-		_, err := ping.Write(msg)
-		require.NoError(t, err)
-		_, err = io.ReadFull(ping, reply)
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(msg, reply), "round trip %d", r)
-	}
+	pingRoundTrips(t, ping, roundTrips, 64)
 	require.NoError(t, ping.CloseWrite())
 	wg.Wait()
 	close(errs)

@@ -1,9 +1,13 @@
 package braid
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"net"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -75,4 +79,38 @@ func sessionPairOver(t testing.TB, c1, c2 net.Conn, cfg *Config) (*Session, *Ses
 // batches, not the unbounded queue the tests rule out.
 func maxFloodPongs() int {
 	return (recordSize-1)/headerSize + 2*maxQueuedPongs
+}
+
+// echoMessages writes back each size-byte message st brings, until the
+// peer's FIN at a message's boundary (nil) or an error.
+func echoMessages(st *Stream, size int) error {
+	buf := make([]byte, size)
+	for {
+		if _, err := io.ReadFull(st, buf); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if _, err := st.Write(buf); err != nil {
+			return err
+		}
+	}
+}
+
+// pingRoundTrips writes n size-byte messages on st, each different, and
+// requires each back unchanged (echoMessages) before the next.
+func pingRoundTrips(t *testing.T, st *Stream, n, size int) {
+	t.Helper()
+	msg, got := make([]byte, size), make([]byte, size)
+	for i := range n {
+		for j := range msg {
+			msg[j] = byte(i + j)
+		}
+		_, err := st.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(st, got)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(msg, got), "round trip %d", i)
+	}
 }

@@ -78,36 +78,11 @@ func TestReadTurnRequestResponse(t *testing.T) {
 			require.NoError(t, err)
 			b, err := server.AcceptStream()
 			require.NoError(t, err)
+			_, err = io.ReadFull(b, make([]byte, 1)) // the opener, before the echo reads
+			require.NoError(t, err)
 			echoed := make(chan error, 1)
-			go func() { // echoes 64 B messages until the client's FIN
-				buf := make([]byte, 64)
-				for {
-					if _, err := io.ReadFull(b, buf); err != nil {
-						if errors.Is(err, io.EOF) {
-							err = nil
-						}
-						echoed <- err
-						return
-					}
-					if _, err := b.Write(buf); err != nil {
-						echoed <- err
-						return
-					}
-				}
-			}()
-			first := make([]byte, 1)
-			require.NoError(t, errorOf(io.ReadFull(b, first)))
-			msg, got := make([]byte, 64), make([]byte, 64)
-			for i := range 300 {
-				for j := range msg {
-					msg[j] = byte(i + j)
-				}
-				_, err := a.Write(msg)
-				require.NoError(t, err)
-				_, err = io.ReadFull(a, got)
-				require.NoError(t, err)
-				require.Equal(t, msg, got, "round trip %d", i)
-			}
+			go func() { echoed <- echoMessages(b, 64) }() // until the client's FIN
+			pingRoundTrips(t, a, 300, 64)
 			require.NoError(t, a.CloseWrite())
 			require.NoError(t, errWithin(t, echoed, "the echo"))
 			require.NotZero(t, client.turn.taken.Load(), "frames the client's Reads read")
@@ -115,9 +90,6 @@ func TestReadTurnRequestResponse(t *testing.T) {
 		})
 	}
 }
-
-// errorOf returns the error of a two-result call.
-func errorOf(_ int, err error) error { return err }
 
 // TestReadTurnEventsReachTheTaker: a Read that holds the read turn, waiting
 // in a conn read, returns for its stream's own events (as a parked Read
@@ -202,33 +174,34 @@ func TestReadTurnServesTheSession(t *testing.T) {
 }
 
 // TestReadTurnLargeFramesGoToTheReadLoop: a Read that holds the turn
-// leaves a frame larger than takerMaxFrame to the read loop (and to its
-// own lent buffer); large messages arrive whole and in order.
+// when a frame larger than takerMaxFrame comes gives the turn back, and
+// the read loop reads the frame straight into the Read's lent buffer
+// (BytesLent); large messages arrive whole and in order, and the stream's
+// end after them.
 func TestReadTurnLargeFramesGoToTheReadLoop(t *testing.T) {
 	_, server, a, b := turnStreamPair(t)
 	msg := make([]byte, 256<<10)
 	for i := range msg {
 		msg[i] = byte(i % 251)
 	}
-	done := make(chan error, 1)
-	go func() {
-		for range 8 {
-			if _, err := a.Write(msg); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- a.CloseWrite()
-	}()
-	got := make([]byte, len(msg))
-	for i := range 8 {
-		_, err := io.ReadFull(b, got)
+	const messages = 8
+	got := make([]byte, len(msg)*messages)
+	read := make(chan error, 1)
+	go func() { _, err := io.ReadFull(b, got); read <- err }()
+	awaitTaker(t, server, b) // before a byte is written
+	lent := server.Stats().BytesLent
+	for range messages {
+		_, err := a.Write(msg)
 		require.NoError(t, err)
-		require.True(t, bytes.Equal(msg, got), "message %d", i)
 	}
+	require.NoError(t, a.CloseWrite())
+	require.NoError(t, errWithin(t, read, "the Read of the messages"))
+	for i := range messages {
+		require.True(t, bytes.Equal(msg, got[i*len(msg):(i+1)*len(msg)]), "message %d", i)
+	}
+	require.Greater(t, server.Stats().BytesLent-lent, uint64(takerMaxFrame), "bytes the read loop read into the lent buffer")
 	_, err := b.Read(got)
 	require.ErrorIs(t, err, io.EOF)
-	require.NoError(t, errWithin(t, done, "the writes"))
 	require.Nil(t, server.turn.holder.Load())
 }
 
