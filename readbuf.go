@@ -69,9 +69,11 @@ type readBuffer struct {
 	// longer than its wait to arrive (Session.keepAliveTick).
 	got atomic.Uint64
 	// parked is the read waker's flag (readwake.go), set while the read
-	// loop waits in a conn read of its own (not into a lent buffer); nil
-	// where the session has no waker, so that no read pays for it. Set
-	// before the read loop starts; the read loop stores, the waker loads.
+	// loop (or a Read holding the conn turn, turn.go) waits in a conn
+	// read of its own (not into a lent buffer); nil where the session has
+	// no waker, so that no read pays for it. Set before the read loop
+	// starts; the turn's holder stores, the waker loads. A waker's cut of
+	// a Read's read makes it look at its stream and read again.
 	parked *atomic.Bool
 	// yieldCut, set around a header read by whoever holds the conn turn
 	// (turn.go), tells whether a cut of that read ends it with
