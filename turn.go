@@ -87,19 +87,25 @@ var errTurnYield = errors.New("braid: conn turn wanted")
 
 // connTurn is the right to read frames off the conn. The read loop holds
 // mu whenever the turn is not lent; a taker holds it while it reads.
+// Nothing here is closed: the two channels are one-slot notifications
+// that live as long as the session. free is sent by whoever gives the
+// turn up (lendTurn, releaseTurn) and taken by a Read that wants it;
+// back is sent by whoever needs the read loop to read (a taker giving
+// back, needFrames, wantDone) and taken by the read loop alone, in
+// lendTurn. No goroutine of its own.
 type connTurn struct {
 	mu     sync.Mutex             // the turn
 	on     bool                   // fixed at the session's start
-	want   atomic.Int32           // Reads waiting that would take the turn
-	needs  atomic.Int32           // goroutines other than Reads waiting for frames
-	lent   atomic.Bool            // the read loop has lent the turn and waits in lend
-	holder atomic.Pointer[Stream] // the stream whose Read holds the turn (every taker is a Read); nil while the read loop holds it or it is free
-	idle   atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read
+	want   atomic.Int32           // Reads parked wanting the turn (wantTurn, wantDone)
+	needs  atomic.Int32           // goroutines parked waiting for frames that won't read (needFrames, needDone)
+	lent   atomic.Bool            // the read loop has lent the turn and waits in lendTurn; the read loop stores
+	holder atomic.Pointer[Stream] // the stream whose Read holds the turn (every taker is a Read); nil while the read loop holds it or it is free; the holder stores
+	idle   atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read; the read loop stores
 	free   chan struct{}          // one slot: the turn is free for a Read that wants it
 	back   chan struct{}          // one slot: the read loop should take the turn back
 	err    error                  // a frame error a taker met; mu held; the read loop returns it
 	taken  atomic.Uint64          // frames takers read, for tests
-	timer  *time.Timer            // lend's bound; the read loop's
+	timer  *time.Timer            // lendTurn's bound; the read loop's
 }
 
 // init switches the turn on for a session over a conn whose reads can be
