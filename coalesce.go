@@ -414,11 +414,7 @@ func (w *writer) waitLocked() bool {
 		// Nagle-like: one timer per batch, never per frame.
 		w.mu.Unlock()
 		w.uncork()
-		if w.delayTimer == nil {
-			w.delayTimer = time.NewTimer(w.delay)
-		} else {
-			w.delayTimer.Reset(w.delay)
-		}
+		armTimer(&w.delayTimer, w.delay)
 		<-w.delayTimer.C
 		w.mu.Lock()
 		if w.err != nil {

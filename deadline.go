@@ -146,3 +146,16 @@ func isClosed(c chan struct{}) bool {
 		return false
 	}
 }
+
+// armTimer starts *t to fire after d, making it on first use: a waiter
+// that waits again and again (the writer's coalescing delay, the read
+// loop's pong wait and turn loan) keeps one timer for its life instead
+// of one per wait. *t must be stopped or drained (its channel read)
+// before it is armed again.
+func armTimer(t **time.Timer, d time.Duration) {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+}

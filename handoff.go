@@ -113,11 +113,7 @@ func (p *pongWaiter) wait() {
 	if p.max > 0 {
 		d = p.max
 	}
-	if p.timer == nil {
-		p.timer = time.NewTimer(d)
-	} else {
-		p.timer.Reset(d)
-	}
+	armTimer(&p.timer, d)
 	select {
 	case <-p.written:
 	case <-p.timer.C:

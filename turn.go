@@ -144,11 +144,7 @@ func (s *Session) lendTurn() error {
 	t.lent.Store(true)
 	t.mu.Unlock()
 	notify(t.free)
-	if t.timer == nil {
-		t.timer = time.NewTimer(turnLoan)
-	} else {
-		t.timer.Reset(turnLoan)
-	}
+	armTimer(&t.timer, turnLoan)
 	select {
 	case <-t.back:
 	case <-t.timer.C:
