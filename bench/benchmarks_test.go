@@ -176,7 +176,9 @@ func BenchmarkSmallMessages(b *testing.B) {
 	}
 }
 
-// BenchmarkPingPong: round trips of 64 B on one stream, idle, beside 10
+// BenchmarkPingPong: round trips of 64 B on one stream, idle, idle with an
+// Accept waiting on both sessions as in a go-libp2p host (load=host;
+// slowdown.PingPongHost), beside 10
 // bulk streams going the same way (load=bulk: issue #12's target 1;
 // slowdown.PingPongLoad, as braidbench runs it) and beside one
 // (load=one-bulk). One op is one round trip; reports p50, p99 and the
@@ -193,13 +195,20 @@ func BenchmarkPingPong(b *testing.B) {
 	loads := []struct {
 		name       string
 		neighbours int
-	}{{"idle", 0}, {"bulk", bulkNeighbours}, {"one-bulk", 1}}
+		accepting  bool
+	}{{"idle", 0, false}, {"host", 0, true}, {"bulk", bulkNeighbours, false}, {"one-bulk", 1, false}}
 	for _, t := range transports() {
 		for _, load := range loads {
 			neighbours := load.neighbours
 			for _, c := range field() {
 				b.Run("net="+t.name+"/load="+load.name+"/impl="+c.Name, func(b *testing.B) {
-					r, err := slowdown.PingPongLoad(context.Background(), t.over(c), b.N, neighbours, pingPongMaxTime)
+					run := slowdown.PingPongLoad
+					if load.accepting {
+						run = func(ctx context.Context, c contenders.Contender, n, _ int, maxTime time.Duration) (slowdown.PingResult, error) {
+							return slowdown.PingPongHost(ctx, c, n, maxTime)
+						}
+					}
+					r, err := run(context.Background(), t.over(c), b.N, neighbours, pingPongMaxTime)
 					if err != nil {
 						b.Fatal(err)
 					}

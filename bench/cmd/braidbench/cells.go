@@ -126,6 +126,11 @@ func buildCells(opts options) []cell {
 	}
 	for _, t := range transports {
 		for _, procs := range p.LoopProcs {
+			add(hostPingCell(p, t, procs))
+		}
+	}
+	for _, t := range transports {
+		for _, procs := range p.LoopProcs {
 			add(spacedPingCell(p, t, procs))
 		}
 	}

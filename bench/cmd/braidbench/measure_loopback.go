@@ -139,6 +139,31 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 	}
 }
 
+// hostPingCell is the idle ping-pong as a go-libp2p host runs it, with an
+// Accept waiting on both sessions throughout (slowdown.PingPongHost), over
+// t at GOMAXPROCS procs: a host's swarm accepts every stream the peer
+// opens, so its muxer must read a new stream's frames at any moment, not
+// only when a Read waits. Issue #12's idle target holds it to go-yamux.
+func hostPingCell(p plan, t transport, procs int) cell {
+	id, title := atProcs("ping-host"+t.id, fmt.Sprintf(
+		"Ping-pong in a host: %d B round trips on one stream, idle, an Accept waiting on both sessions, %s (up to %d or %v)",
+		slowdown.PingPongSize, t.where, p.PingCount, p.PingMax), procs)
+	return cell{
+		ID: id, Workload: wPing, Groups: []string{wPing},
+		Title:   title,
+		Params:  map[string]string{"neighbours": "0", "accepting": "true", "count": strconv.Itoa(p.PingCount), "transport": t.name()},
+		Metrics: pingMetrics(false),
+		Procs:   procs,
+		measure: func(ctx context.Context, e entry, _ int) (sample, error) {
+			r, err := slowdown.PingPongHost(ctx, t.over(e), p.PingCount, p.PingMax)
+			if err != nil {
+				return nil, err
+			}
+			return pingSample(r, false), nil
+		},
+	}
+}
+
 // loadedPingCount says how many round trips a ping beside bulk streams
 // makes, for a cell's title.
 func loadedPingCount(p plan) string {

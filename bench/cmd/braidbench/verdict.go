@@ -535,6 +535,9 @@ func shortName(c *cellResult) string {
 		s = fmt.Sprintf("%s streams x %s B messages", p["streams"], p["size"])
 	case wPing:
 		s = "Ping-pong, idle"
+		if p["accepting"] == "true" {
+			s = "Ping-pong, idle, in a host"
+		}
 		if p["neighbours"] != "0" {
 			s = "Ping-pong beside " + p["neighbours"] + " bulk streams"
 		}

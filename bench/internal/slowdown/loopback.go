@@ -239,7 +239,25 @@ func (r PingResult) BulkMBps() float64 {
 // PingPongLoad is PingPong that also reports what the neighbours moved
 // meanwhile, so that a muxer can't win the latency by starving bulk.
 func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) (PingResult, error) {
-	return pingPongLoad(ctx, c, n, neighbours, nil, maxTime)
+	return pingPongLoad(ctx, c, n, pingLoad{neighbours: neighbours}, maxTime)
+}
+
+// PingPongHost is the idle PingPong as a go-libp2p host runs it: both
+// sessions always have an Accept waiting (a host's swarm accepts every
+// stream the peer opens, from the moment the connection is up), so a
+// muxer's read loop must be ready to take a new stream's frames at any
+// moment, not only when a Read waits. Accepted streams are closed. A
+// contender without a session to accept on (raw TCP's client) runs as
+// PingPong does.
+func PingPongHost(ctx context.Context, c contenders.Contender, n int, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, pingLoad{accepting: true}, maxTime)
+}
+
+// pingLoad is what runs beside a pingPongLoad's round trips.
+type pingLoad struct {
+	neighbours int                  // streams writing bulk data beside the pings
+	gap        func() time.Duration // the pause before each round trip that counts; nil: none
+	accepting  bool                 // an Accept waits on both sessions throughout (PingPongHost)
 }
 
 // RequestGap is the pause before each round trip of
@@ -253,7 +271,7 @@ const RequestGap = 10 * time.Millisecond
 // the request waits behind whatever the transfer has in flight when it
 // comes, not behind what a ping-pong's steady presence leaves it.
 func PingPongAfterQuiet(ctx context.Context, c contenders.Contender, n int, gap, maxTime time.Duration) (PingResult, error) {
-	return pingPongLoad(ctx, c, n, 1, func() time.Duration { return gap }, maxTime)
+	return pingPongLoad(ctx, c, n, pingLoad{neighbours: 1, gap: func() time.Duration { return gap }}, maxTime)
 }
 
 // SpacedGap is the mean pause before each round trip of PingPongSpaced:
@@ -277,7 +295,7 @@ const SpacedGap = time.Millisecond
 // the round trips, so its p50 is the p50 of its quiet moments. A request
 // that comes at a random moment sees each moment as often as it lasts.
 func PingPongSpaced(ctx context.Context, c contenders.Contender, n, neighbours int, meanGap, maxTime time.Duration) (PingResult, error) {
-	return pingPongLoad(ctx, c, n, neighbours, spacedGaps(meanGap), maxTime)
+	return pingPongLoad(ctx, c, n, pingLoad{neighbours: neighbours, gap: spacedGaps(meanGap)}, maxTime)
 }
 
 // spacedGaps returns PingPongSpaced's pauses, uniform in [0, 2*mean), the
@@ -291,9 +309,9 @@ func spacedGaps(mean time.Duration) func() time.Duration {
 // every run waits the same pauses.
 const spacedSeed = 12
 
-// pingPongLoad is PingPongLoad with a pause of gap() before each round
-// trip that counts (nil: none).
-func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int, gap func() time.Duration, maxTime time.Duration) (PingResult, error) {
+// pingPongLoad is PingPongLoad with load beside the round trips.
+func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingLoad, maxTime time.Duration) (PingResult, error) {
+	neighbours, gap := load.neighbours, load.gap
 	p, err := LoopbackPair(ctx, c)
 	if err != nil {
 		return PingResult{}, err
@@ -309,6 +327,21 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 	defer wg.Wait()
 	defer p.Close() // before wg.Wait: unblocks the bulk streams
 	defer close(stop)
+	if load.accepting {
+		for _, s := range []contenders.Session{p.Client, p.Server} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					st, err := s.Accept()
+					if err != nil {
+						return // closed, or no Accept on this side
+					}
+					st.Close()
+				}
+			}()
+		}
+	}
 	for range neighbours {
 		bc, bs, err := p.OpenPair(ctx)
 		if err != nil {
