@@ -328,10 +328,13 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingL
 	defer p.Close() // before wg.Wait: unblocks the bulk streams
 	defer close(stop)
 	if load.accepting {
-		for _, s := range []contenders.Session{p.Client, p.Server} {
+		sessions := []contenders.Session{p.Client, p.Server}
+		calling := make(chan struct{}, len(sessions))
+		for _, s := range sessions {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				calling <- struct{}{}
 				for {
 					st, err := s.Accept()
 					if err != nil {
@@ -340,6 +343,9 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingL
 					st.Close()
 				}
 			}()
+		}
+		for range sessions {
+			<-calling // each Accept is called before the first round trip
 		}
 	}
 	for range neighbours {

@@ -1,6 +1,8 @@
 package slowdown
 
 import (
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,40 @@ func TestPingPongLoadMeasuresBulk(t *testing.T) {
 				c.Name, r.Bulk, r.BulkMBps(), len(r.RTTs), BulkMeasured)
 		}
 	}
+}
+
+// PingPongHost has an Accept waiting on both sessions through its round
+// trips, and still measures them.
+func TestPingPongHostAccepts(t *testing.T) {
+	var client, server acceptCounter
+	c := contenders.Braid(true)
+	newPair := c.New
+	c.New = func(c1, c2 net.Conn) (contenders.Session, contenders.Session, error) {
+		cs, ss, err := newPair(c1, c2)
+		client.Session, server.Session = cs, ss
+		return &client, &server, err
+	}
+	r, err := PingPongHost(t.Context(), c, 20, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.RTTs) != 20 {
+		t.Errorf("%d round trips, want 20", len(r.RTTs))
+	}
+	if client.calls.Load() == 0 || server.calls.Load() == 0 {
+		t.Errorf("Accept calls: client %d, server %d; want an Accept waiting on each", client.calls.Load(), server.calls.Load())
+	}
+}
+
+// acceptCounter is a contenders.Session that counts its Accept calls.
+type acceptCounter struct {
+	contenders.Session
+	calls atomic.Int32
+}
+
+func (a *acceptCounter) Accept() (contenders.Stream, error) {
+	a.calls.Add(1)
+	return a.Session.Accept()
 }
 
 // Percentile and Mean of a bursty set of round trips: many fast ones and
