@@ -388,12 +388,12 @@ func (s *Session) AcceptStream() (*Stream, error) {
 		wait := s.acceptWait
 		s.acceptCalls++
 		s.mu.Unlock()
-		s.turn.needFrames() // the peer's SYN comes as a frame (turn.go)
+		s.turn.acceptWaits() // the peer's SYN comes as a frame (turn.go)
 		select {
 		case <-wait:
 		case <-s.closedCh:
 		}
-		s.turn.needDone()
+		s.turn.acceptDone()
 		s.mu.Lock()
 		s.acceptCalls--
 	}

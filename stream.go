@@ -586,6 +586,7 @@ func (s *Stream) CloseWrite() error {
 	s.session.w.setDirect(&s.send, false)
 	notify(s.writeWait)
 	s.mu.Unlock()
+	s.session.turn.payOwed(s)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -619,6 +620,7 @@ func (s *Stream) CloseRead() error {
 	notify(s.roomWait)
 	s.consumedAndUnlock(uint32(dropped))
 	s.session.cutFor(s) // a Read reading the conn returns (turn.go)
+	s.session.turn.payOwed(s)
 	s.readDeadline.stop()
 	s.maybeRemove()
 	return nil
@@ -652,6 +654,7 @@ func (s *Stream) ResetWithError(code uint32) error {
 	s.resetLocked(err)
 	s.mu.Unlock()
 	s.session.cutFor(s) // a Read reading the conn returns (turn.go)
+	s.session.turn.payOwed(s)
 	// Drop before queuing the RST: a batch taken between the two would
 	// put the RST (control first) ahead of the data still queued.
 	s.session.w.drop(&s.send)

@@ -312,3 +312,89 @@ func readExactly(st *Stream, want []byte) <-chan error {
 	}()
 	return errc
 }
+
+// TestReadTurnHostPingPong: request-response on a session with an
+// AcceptStream waiting on both sides, as in every go-libp2p host. A
+// taker's release leaves the turn free rather than waking the read loop
+// for the AcceptStream (releaseTurn), so the read loop lends the turn far
+// less often than once a round trip: only when its loan ran out
+// (turnLoan) or a stream ended. Waking it at every release lent the turn
+// once or more a round trip. A new stream opened afterwards is still
+// accepted, and every byte arrives in order.
+func TestReadTurnHostPingPong(t *testing.T) {
+	client, server, a, b := turnStreamPair(t)
+	accepted := make(chan *Stream, 2)
+	for _, s := range []*Session{client, server} {
+		go func() {
+			st, err := s.AcceptStream()
+			if err == nil {
+				accepted <- st
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return client.turn.accepts.Load() == 1 && server.turn.accepts.Load() == 1 },
+		5*time.Second, 100*time.Microsecond, "an AcceptStream waiting on each side")
+	echoed := make(chan error, 1)
+	go func() { echoed <- echoMessages(b, 64) }()
+	const rounds = 800
+	loans0 := client.turn.loans.Load() + server.turn.loans.Load()
+	start := time.Now()
+	pingRoundTrips(t, a, rounds, 64)
+	elapsed := time.Since(start)
+	loans := client.turn.loans.Load() + server.turn.loans.Load() - loans0
+	// Both sides together. Waking the read loop at every release made
+	// 44-78 loans in 400 round trips (10-12 ms); leaving the turn free,
+	// 2-4: a loan runs out at most once a turnLoan on each side.
+	bound := uint64(rounds/40) + 2*uint64(elapsed/turnLoan) + 4
+	require.Less(t, loans, bound, "loans in %d round trips (%v)", rounds, elapsed)
+	require.NotZero(t, client.turn.taken.Load(), "frames the client's Reads read")
+	require.NotZero(t, server.turn.taken.Load(), "frames the server's Reads read")
+
+	c, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = c.Write([]byte("new"))
+	require.NoError(t, err)
+	select {
+	case st := <-accepted:
+		require.NoError(t, <-readExactly(st, []byte("new")))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new stream was not accepted")
+	}
+	require.NoError(t, a.CloseWrite())
+	require.NoError(t, errWithin(t, echoed, "the echo"))
+}
+
+// TestReadTurnOwedPaidAtStreamEnd: a stream that owes the read loop a
+// call (its Read left the turn free while an AcceptStream waited) pays it
+// when it ends, by CloseRead, CloseWrite or Reset: its Read won't come
+// back for the turn, and a SYN must not wait for the loan to run out.
+// Another stream's end does not pay it.
+func TestReadTurnOwedPaidAtStreamEnd(t *testing.T) {
+	ends := map[string]func(*Stream) error{
+		"CloseRead":  (*Stream).CloseRead,
+		"CloseWrite": (*Stream).CloseWrite,
+		"Close":      (*Stream).Close,
+		"Reset":      (*Stream).Reset,
+	}
+	for name, end := range ends {
+		t.Run(name, func(t *testing.T) {
+			client, server, _, b := turnStreamPair(t)
+			other, err := client.OpenStream(context.Background())
+			require.NoError(t, err)
+			_, err = other.Write([]byte{0})
+			require.NoError(t, err)
+			o, err := server.AcceptStream()
+			require.NoError(t, err)
+			// No Read waits: the read loop keeps the turn, and a
+			// call back stays in its channel to be seen.
+			tr := &server.turn
+			tr.owed.Store(b)
+			require.NoError(t, end(o))
+			require.Same(t, b, tr.owed.Load(), "another stream's end")
+			require.Empty(t, tr.back)
+			require.NoError(t, end(b))
+			require.Nil(t, tr.owed.Load())
+			require.Len(t, tr.back, 1, "the read loop called back")
+		})
+	}
+}
