@@ -105,8 +105,7 @@ var errTurnYield = errors.New("braid: conn turn wanted")
 // turn up (lendTurn, releaseTurn) and taken by a Read that wants it;
 // back is sent by whoever needs the read loop to read (a taker giving
 // back, needFrames, acceptWaits, wantDone, payOwed) and taken by the
-// read loop alone, in
-// lendTurn. No goroutine of its own.
+// read loop alone, in lendTurn. No goroutine of its own.
 type connTurn struct {
 	mu      sync.Mutex             // the turn
 	on      bool                   // fixed at the session's start
