@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/braidmux/braid/internal/tlstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -162,4 +163,18 @@ func TestRecordCorkAllocates(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 	require.Zero(t, tcpOption(t, t1.NetConn().(*net.TCPConn), syscall.TCP_CORK))
+}
+
+// TestNotSentLowatThroughWrapper: the socket under TLS over a wrapped TCP
+// conn (wrappedNetConn, as under a go-libp2p host's TLS) gets the
+// writer's TCP_NOTSENT_LOWAT at two P, as under TLS over TCP.
+func TestNotSentLowatThroughWrapper(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	c1, c2 := tcpPair(t)
+	sec, err := tlstest.New()
+	require.NoError(t, err)
+	t1, t2, err := sec.Pair(maWrap(c1), maWrap(c2))
+	require.NoError(t, err)
+	sessionPairOver(t, t1, t2, nil)
+	require.Equal(t, notSentLowat, tcpOption(t, c1.(*net.TCPConn), tcpNotSentLowat))
 }

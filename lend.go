@@ -57,9 +57,9 @@ const (
 var errLendCut = errors.New("braid: read into a lent buffer was cut")
 
 // lendable reports whether reads of conn can be cut by a read deadline in
-// the past and then resumed: the net package's own conns, and crypto/tls
-// over them (a timeout in the middle of a record keeps what was read of
-// it).
+// the past and then resumed: the net package's own conns (or an unnamed
+// struct that is one, wrappedNetConn), and crypto/tls over them (a
+// timeout in the middle of a record keeps what was read of it).
 func lendable(conn net.Conn) bool {
 	switch c := conn.(type) {
 	case *net.TCPConn, *net.UnixConn:
@@ -67,7 +67,7 @@ func lendable(conn net.Conn) bool {
 	case *tls.Conn:
 		return lendable(c.NetConn())
 	}
-	return false
+	return wrappedNetConn(conn) != nil
 }
 
 // readCutter interrupts the read loop's conn read for a Read whose lent

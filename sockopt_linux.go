@@ -9,7 +9,8 @@ import (
 // setNotSentLowat bounds the bytes the kernel holds unsent on c's socket
 // (TCP_NOTSENT_LOWAT), so that the writer, not the kernel's send queue,
 // decides what goes next. c is a *net.TCPConn, or a conn wrapping one that
-// exposes it with NetConn (crypto/tls). Other conns are left alone: there
+// exposes it with NetConn (crypto/tls) or embeds it in an unnamed struct
+// (wrappedNetConn: go-multiaddr's). Other conns are left alone: there
 // the connection-level in-flight bound (inflight.go) does the job. It
 // reports whether the option was set.
 func setNotSentLowat(c net.Conn, n int) bool {
@@ -24,7 +25,8 @@ type tcpSocket struct {
 
 // socketUnder returns the TCP socket of c: c's own if c is a
 // *net.TCPConn, or that of the conn under it, followed through NetConn
-// methods (crypto/tls) at most maxUnwrap deep.
+// methods (crypto/tls) at most maxUnwrap deep and then into an unnamed
+// struct that embeds it (wrappedNetConn).
 func socketUnder(c net.Conn) tcpSocket {
 	for range maxUnwrap {
 		nc, ok := c.(interface{ NetConn() net.Conn })
@@ -32,6 +34,9 @@ func socketUnder(c net.Conn) tcpSocket {
 			break
 		}
 		c = nc.NetConn()
+	}
+	if w := wrappedNetConn(c); w != nil {
+		c = w
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
