@@ -112,7 +112,9 @@ func (t *Transport) Config() *braid.Config {
 // documentation); the span ends when the session does, and an error of
 // scope.BeginSpan is returned as it is. A nil nc is braid.ErrNilConn. The
 // session owns nc from now on: closing the MuxedConn closes it (after an
-// error, nc stays the caller's).
+// error, nc stays the caller's). Over go-libp2p's TLS the session reads
+// and writes the *tls.Conn that nc carries, which is nc's own reads and
+// writes with what braid knows of crypto/tls (see braidConn).
 func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope) (network.MuxedConn, error) {
 	cfg := *t.Config()
 	var span network.ResourceScopeSpan
@@ -125,10 +127,11 @@ func (t *Transport) NewConn(nc net.Conn, isServer bool, scope network.PeerScope)
 	}
 	var sess *braid.Session
 	var err error
+	conn := braidConn(nc)
 	if isServer {
-		sess, err = braid.Server(nc, &cfg)
+		sess, err = braid.Server(conn, &cfg)
 	} else {
-		sess, err = braid.Client(nc, &cfg)
+		sess, err = braid.Client(conn, &cfg)
 	}
 	if err != nil {
 		if span != nil {
