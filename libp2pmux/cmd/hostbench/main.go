@@ -1,17 +1,20 @@
-// Command hostbench runs one of braidbench's seed scenarios between two
-// real go-libp2p hosts (TCP and noise, on loopback or through a simulated
-// link) and prints what it measured as one JSON object on stdout.
+// Command hostbench runs one of braidbench's seed scenarios, or a
+// ping-pong, between two real go-libp2p hosts (TCP and noise or TLS, on
+// loopback or through a simulated link) and prints what it measured as
+// one JSON object on stdout.
 //
 // braidbench runs it for its host rows; it lives in the libp2pmux module
 // so that the bench module never imports go-libp2p. Run by hand:
 //
 //	go run ./libp2pmux/cmd/hostbench -scenario chunks -muxer braid -n 120 -latency 200ms -bandwidth 1e9
+//	go run ./libp2pmux/cmd/hostbench -scenario ping -security tls -count 2000 -size 64 -warmup 200
 //
 // The output is {"elapsed_ns":..., "ops":..., "alloc_bytes":..., "allocs":...}:
-// the wall time of the timed ops (chunks) or messages (notify), and the
-// heap allocations of the whole process meanwhile. -cpuprofile FILE writes
-// a CPU profile of the run (both hosts, their set-up included) for go tool
-// pprof.
+// the wall time of the timed ops (chunks), messages (notify) or round
+// trips (ping), and the heap allocations of the whole process meanwhile;
+// a ping adds "p50_ns" and "p99_ns", its round trips' median and 99th
+// percentile. -cpuprofile FILE writes a CPU profile of the run (both
+// hosts, their set-up included) for go tool pprof.
 package main
 
 import (
@@ -99,10 +102,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	s := &o.spec
-	var scenario, muxer string
+	var scenario, muxer, security string
 	var bandwidth float64
-	fs.StringVar(&scenario, "scenario", string(hostbench.Chunks), "chunks or notify")
+	fs.StringVar(&scenario, "scenario", string(hostbench.Chunks), "chunks, notify or ping")
 	fs.StringVar(&muxer, "muxer", string(hostbench.Braid), "braid, braid-nocoalesce, yamux or tcp (no libp2p)")
+	fs.StringVar(&security, "security", string(hostbench.Noise), "the hosts' security: noise or tls")
 	fs.Float64Var(&bandwidth, "bandwidth", 0, "link bandwidth in bit/s (0: no limit)")
 	fs.DurationVar(&s.Link.Latency, "latency", 0, "link one-way latency (0 with no bandwidth: plain loopback)")
 	fs.DurationVar(&s.Link.Jitter, "jitter", 0, "link jitter")
@@ -110,10 +114,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&s.Link.Seed, "seed", 0, "seed of the link's jitter and loss")
 	fs.IntVar(&s.N, "n", 120, "chunks: chunks per op")
 	fs.BoolVar(&s.Batched, "batched", false, "chunks: deliver 25 chunks per message")
-	fs.IntVar(&s.Warmup, "warmup", 0, "chunks: untimed ops first")
+	fs.IntVar(&s.Warmup, "warmup", 0, "chunks: untimed ops first; ping: untimed round trips first")
 	fs.IntVar(&s.Ops, "ops", 1, "chunks: timed ops")
-	fs.IntVar(&s.Count, "count", 100, "notify: messages")
-	fs.IntVar(&s.Size, "size", 64<<10, "notify: bytes per message")
+	fs.IntVar(&s.Count, "count", 100, "notify: messages; ping: timed round trips")
+	fs.IntVar(&s.Size, "size", 64<<10, "notify: bytes per message; ping: bytes each way")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest the measurement may take")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -125,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.timeout <= 0 {
 		return o, errors.New("-timeout must be positive")
 	}
-	s.Scenario, s.Muxer = hostbench.Scenario(scenario), hostbench.Muxer(muxer)
+	s.Scenario, s.Muxer, s.Security = hostbench.Scenario(scenario), hostbench.Muxer(muxer), hostbench.Security(security)
 	s.Link.Bandwidth = int64(bandwidth)
 	return o, s.Validate()
 }

@@ -29,7 +29,19 @@ func TestRealMain(t *testing.T) {
 	if r.Ops != 2 || r.Elapsed <= 0 {
 		t.Errorf("result %+v, want 2 ops and a positive time", r)
 	}
+	out.Reset()
+	if code := realMain([]string{"-scenario", "ping", "-security", "tls", "-count", "50", "-size", "64"}, &out, &errs); code != exitOK {
+		t.Fatalf("ping: exit %d: %s", code, errs.String())
+	}
+	r = hostbench.Result{}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	if r.Ops != 50 || r.P50 <= 0 || r.P99 < r.P50 || r.Elapsed < r.P99 {
+		t.Errorf("ping result %+v, want 50 round trips, 0 < p50 <= p99 <= the whole", r)
+	}
 	for _, args := range [][]string{
+		{"-security", "plaintext"},
 		{"-muxer", "quic"},
 		{"-scenario", "gossip"},
 		{"-n", "0"},

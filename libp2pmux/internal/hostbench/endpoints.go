@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
@@ -162,12 +163,12 @@ func (ep *endpoints) startRaw(s Spec, handler func(stream) error) error {
 // shaped proxy if s has a link) and waits until each has identified the
 // other, so that the timed work does not share the link with identify.
 func (ep *endpoints) startHosts(ctx context.Context, s Spec, handler func(stream) error) error {
-	listener, err := newHost(s.Muxer, true)
+	listener, err := newHost(s.Muxer, s.Security, true)
 	if err != nil {
 		return err
 	}
 	ep.closers = append(ep.closers, func() { listener.Close() })
-	dialer, err := newHost(s.Muxer, false)
+	dialer, err := newHost(s.Muxer, s.Security, false)
 	if err != nil {
 		return err
 	}
@@ -227,13 +228,18 @@ func (ep *endpoints) startHosts(ctx context.Context, s Spec, handler func(stream
 	return nil
 }
 
-// newHost builds a go-libp2p host on loopback TCP with noise and muxer m,
-// otherwise as libp2p.New makes it; a listener listens on a free port.
-func newHost(m Muxer, listen bool) (host.Host, error) {
+// newHost builds a go-libp2p host on loopback TCP with security sec and
+// muxer m, otherwise as libp2p.New makes it; a listener listens on a free
+// port.
+func newHost(m Muxer, sec Security, listen bool) (host.Host, error) {
 	opts := []libp2p.Option{
 		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Security(noise.ID, noise.New),
 		libp2p.DisableRelay(),
+	}
+	if sec == TLS {
+		opts = append(opts, libp2p.Security(libp2ptls.ID, libp2ptls.New))
+	} else {
+		opts = append(opts, libp2p.Security(noise.ID, noise.New))
 	}
 	if listen {
 		opts = append(opts, libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))

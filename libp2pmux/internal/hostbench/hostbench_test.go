@@ -36,9 +36,12 @@ func TestRun(t *testing.T) {
 				{Scenario: Chunks, Muxer: m, Link: l, N: 30, Batched: false, Warmup: 1, Ops: 2},
 				{Scenario: Chunks, Muxer: m, Link: l, N: 30, Batched: true, Ops: 1},
 				{Scenario: Notify, Muxer: m, Link: l, Count: 20, Size: 64 << 10},
+				{Scenario: Notify, Muxer: m, Link: l, Count: 20, Size: 64 << 10, Security: TLS},
+				{Scenario: Ping, Muxer: m, Link: l, Count: 20, Size: 64, Warmup: 2},
+				{Scenario: Ping, Muxer: m, Link: l, Count: 20, Size: 64, Security: TLS},
 			}
 			for _, s := range specs {
-				t.Run(fmt.Sprintf("%s/%s/shaped=%v/batched=%v", s.Scenario, m, shaped, s.Batched), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/shaped=%v/batched=%v/%s", s.Scenario, m, shaped, s.Batched, s.Security), func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					r, err := Run(ctx, s)
@@ -46,10 +49,15 @@ func TestRun(t *testing.T) {
 						t.Fatal(err)
 					}
 					wantOps := s.Ops
-					if s.Scenario == Notify {
+					if s.Scenario != Chunks {
 						wantOps = s.Count
 					}
-					if r.Ops != wantOps || r.Elapsed <= 0 || r.AllocBytes == 0 {
+					if s.Scenario == Ping && (r.P50 <= 0 || r.P99 < r.P50 || r.Elapsed < r.P99) {
+						t.Errorf("round trips p50 %v, p99 %v of %v, want 0 < p50 <= p99 <= the whole", r.P50, r.P99, r.Elapsed)
+					}
+					// The ping's loop reuses its buffers: over raw TCP
+					// it allocates nothing.
+					if r.Ops != wantOps || r.Elapsed <= 0 || (r.AllocBytes == 0 && s.Scenario != Ping) {
 						t.Errorf("result %+v, want %d ops, a positive time and allocations", r, wantOps)
 					}
 					// Get, Offer, Want and the delivery are two round
@@ -57,8 +65,11 @@ func TestRun(t *testing.T) {
 					// trip. The link's delay is simulated, so this bound
 					// holds however loaded the machine is.
 					least := time.Duration(s.Ops) * 4 * testLatency
-					if s.Scenario == Notify {
+					switch s.Scenario {
+					case Notify:
 						least = testLatency
+					case Ping:
+						least = time.Duration(s.Count) * 2 * testLatency
 					}
 					if shaped && r.Elapsed < least {
 						t.Errorf("took %v through a link of %v one way, want at least %v", r.Elapsed, testLatency, least)
@@ -76,15 +87,18 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("valid spec: %v", err)
 	}
 	bad := map[string]func(*Spec){
-		"muxer":    func(s *Spec) { s.Muxer = "quic" },
-		"scenario": func(s *Spec) { s.Scenario = "gossip" },
-		"n":        func(s *Spec) { s.N = 0 },
-		"ops":      func(s *Spec) { s.Ops = 0 },
-		"warmup":   func(s *Spec) { s.Warmup = -1 },
-		"loss":     func(s *Spec) { s.Link.Loss = 1 },
-		"latency":  func(s *Spec) { s.Link.Latency = -1 },
-		"count":    func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 0, 1 },
-		"size":     func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 1, appframe.MaxSize+1 },
+		"muxer":     func(s *Spec) { s.Muxer = "quic" },
+		"scenario":  func(s *Spec) { s.Scenario = "gossip" },
+		"n":         func(s *Spec) { s.N = 0 },
+		"ops":       func(s *Spec) { s.Ops = 0 },
+		"warmup":    func(s *Spec) { s.Warmup = -1 },
+		"loss":      func(s *Spec) { s.Link.Loss = 1 },
+		"latency":   func(s *Spec) { s.Link.Latency = -1 },
+		"count":     func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 0, 1 },
+		"size":      func(s *Spec) { s.Scenario, s.Count, s.Size = Notify, 1, appframe.MaxSize+1 },
+		"security":  func(s *Spec) { s.Security = "plaintext" },
+		"pings":     func(s *Spec) { s.Scenario, s.Count, s.Size = Ping, 0, 64 },
+		"ping size": func(s *Spec) { s.Scenario, s.Count, s.Size = Ping, 1, maxPingSize+1 },
 	}
 	for name, f := range bad {
 		s := good

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"time"
 
 	"github.com/braidmux/braid/internal/appframe"
 )
@@ -171,4 +174,75 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 			return errors.Join(context.Cause(ctx), ep.serverError(errors.New("server had not read every message")))
 		}
 	})
+}
+
+// runPing opens one stream, makes s.Warmup untimed round trips of s.Size
+// bytes each way and then s.Count timed ones, and reports their median
+// and 99th percentile beside the total.
+func runPing(ctx context.Context, s Spec) (Result, error) {
+	ep, err := newEndpoints(ctx, s, func(st stream) error { return echoPings(st, s.Size) })
+	if err != nil {
+		return Result{}, err
+	}
+	defer ep.close()
+	st, err := ep.open(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("open: %w", err)
+	}
+	defer st.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(d)
+	}
+	msg := make([]byte, s.Size)
+	roundTrip := func(i int) error {
+		msg[0] = byte(i)
+		if _, err := st.Write(msg); err != nil {
+			return ep.serverError(fmt.Errorf("round trip %d: %w", i, err))
+		}
+		if _, err := io.ReadFull(st, msg); err != nil {
+			return ep.serverError(fmt.Errorf("round trip %d: %w", i, err))
+		}
+		if msg[0] != byte(i) {
+			return fmt.Errorf("round trip %d: echoed %d", i, msg[0])
+		}
+		return nil
+	}
+	for i := range s.Warmup {
+		if err := roundTrip(i); err != nil {
+			return Result{}, err
+		}
+	}
+	rtts := make([]time.Duration, s.Count)
+	r, err := measure(s.Count, func() error {
+		for i := range rtts {
+			start := time.Now()
+			if err := roundTrip(i); err != nil {
+				return err
+			}
+			rtts[i] = time.Since(start)
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	slices.Sort(rtts)
+	r.P50, r.P99 = rtts[len(rtts)/2], rtts[min(len(rtts)*99/100, len(rtts)-1)]
+	return r, nil
+}
+
+// echoPings sends back every size bytes it reads until the client's end.
+func echoPings(st stream, size int) error {
+	buf := make([]byte, size)
+	for {
+		if _, err := io.ReadFull(st, buf); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("ping: %w", err)
+		}
+		if _, err := st.Write(buf); err != nil {
+			return fmt.Errorf("pong: %w", err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 // Package hostbench runs braidbench's seed scenarios where their authors
-// ran them: between two real go-libp2p hosts in one process, over TCP and
-// noise, on loopback or through a shaped link. It compares braid's
+// ran them, and a ping-pong: between two real go-libp2p hosts in one
+// process, over TCP and noise or TLS, on loopback or through a shaped
+// link. It compares braid's
 // libp2pmux with go-libp2p's stock yamux, and both with a raw TCP
 // connection that carries the same messages without libp2p.
 //
@@ -53,6 +54,23 @@ const (
 	// Notify is Polkadot's notifications with backpressure (seed 002):
 	// Count messages of Size bytes written at once on one stream.
 	Notify Scenario = "notify"
+	// Ping is request-response on one stream: Warmup untimed and then
+	// Count timed round trips of Size bytes each way, the client waiting
+	// for each echo before the next. A host's stream handler and its
+	// accept loop run throughout, as they do in every host.
+	Ping Scenario = "ping"
+)
+
+// Security names the security protocol of the hosts' connection.
+type Security string
+
+// The securities; the zero Security is Noise.
+const (
+	// Noise is go-libp2p's noise (p2p/security/noise).
+	Noise Security = "noise"
+	// TLS is go-libp2p's TLS 1.3 (p2p/security/tls), which go-libp2p
+	// hosts offer first: two of them settle on it.
+	TLS Security = "tls"
 )
 
 // Spec is one measurement.
@@ -67,19 +85,27 @@ type Spec struct {
 	Batched bool
 	Warmup  int
 	Ops     int
-	// Notify: messages and their size.
+	// Notify: messages and their size. Ping: timed round trips and the
+	// bytes each way (Warmup: untimed round trips first).
 	Count int
 	Size  int
+	// Security is the hosts' security (RawTCP has none); "" is Noise.
+	Security Security
 }
 
 // Result is what one measurement took: wall time of the timed work, and
 // the heap allocations of the whole process (both hosts) meanwhile.
 type Result struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
-	// Ops is the timed ops (Chunks) or messages (Notify).
+	// Ops is the timed ops (Chunks), messages (Notify) or round trips
+	// (Ping).
 	Ops        int    `json:"ops"`
 	AllocBytes uint64 `json:"alloc_bytes"`
 	Allocs     uint64 `json:"allocs"`
+	// P50 and P99 are the round trips' median and 99th percentile
+	// (Ping only).
+	P50 time.Duration `json:"p50_ns,omitempty"`
+	P99 time.Duration `json:"p99_ns,omitempty"`
 }
 
 // Limits of a Spec, so that a mistyped flag is an error rather than a
@@ -89,6 +115,7 @@ const (
 	maxOps      = 100000
 	maxMessages = 1000000
 	maxMsgSize  = appframe.MaxSize
+	maxPingSize = 64 << 10
 )
 
 // ErrSpec is the error of an invalid Spec.
@@ -102,6 +129,11 @@ func (s Spec) Validate() error {
 	default:
 		return bad("unknown muxer %q", s.Muxer)
 	}
+	switch s.Security {
+	case "", Noise, TLS:
+	default:
+		return bad("unknown security %q", s.Security)
+	}
 	if s.Link.Bandwidth < 0 || s.Link.Latency < 0 || s.Link.Jitter < 0 || s.Link.Loss < 0 || s.Link.Loss >= 1 {
 		return bad("link %+v", s.Link)
 	}
@@ -113,6 +145,10 @@ func (s Spec) Validate() error {
 	case Notify:
 		if s.Count < 1 || s.Count > maxMessages || s.Size < 1 || s.Size > maxMsgSize {
 			return bad("notify needs 1 <= count <= %d, 1 <= size <= %d", maxMessages, maxMsgSize)
+		}
+	case Ping:
+		if s.Count < 1 || s.Count > maxMessages || s.Size < 1 || s.Size > maxPingSize || s.Warmup < 0 || s.Warmup > maxMessages {
+			return bad("ping needs 1 <= count <= %d, 1 <= size <= %d, 0 <= warmup <= %d", maxMessages, maxPingSize, maxMessages)
 		}
 	default:
 		return bad("unknown scenario %q", s.Scenario)
@@ -131,6 +167,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	switch s.Scenario {
 	case Chunks:
 		return runChunks(ctx, s)
+	case Ping:
+		return runPing(ctx, s)
 	default:
 		return runNotify(ctx, s)
 	}
