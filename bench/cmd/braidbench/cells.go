@@ -65,6 +65,7 @@ const (
 	// The host rows' workloads.
 	wHostChunks = "host-chunks"
 	wHostNotify = "host-notify"
+	wHostPing   = "host-ping"
 	// wPingSpaced is the ping beside bulk streams at random moments
 	// (slowdown.PingPongSpaced), a workload of the pingpong rows.
 	wPingSpaced = "ping-spaced"
@@ -126,7 +127,7 @@ func buildCells(opts options) []cell {
 	}
 	for _, t := range transports {
 		for _, procs := range p.LoopProcs {
-			add(hostPingCell(p, t, procs))
+			add(acceptingPingCell(p, t, procs))
 		}
 	}
 	for _, t := range transports {

@@ -14,11 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidmux/braid/bench/internal/slowdown"
 	"github.com/braidmux/braid/slowconn"
 )
 
-// The host rows run the seed scenarios where their authors ran them:
-// between two real go-libp2p hosts (TCP + noise), braid's libp2pmux
+// The host rows run the seed scenarios where their authors ran them,
+// and a ping-pong: between two real go-libp2p hosts (TCP + noise, and
+// TCP + TLS, which go-libp2p hosts negotiate first), braid's libp2pmux
 // against go-libp2p's stock yamux. go-libp2p may only be imported by the
 // libp2pmux module, so its command hostbench does the work: braidbench
 // builds it once per run from the workspace and runs it once per
@@ -78,6 +80,8 @@ type hostResult struct {
 	Ops        int           `json:"ops"`
 	AllocBytes uint64        `json:"alloc_bytes"`
 	Allocs     uint64        `json:"allocs"`
+	P50        time.Duration `json:"p50_ns"`
+	P99        time.Duration `json:"p99_ns"`
 }
 
 // run runs hostbench with args for contender name.
@@ -120,6 +124,50 @@ func hostNA(e entry) string {
 
 // hostWhere describes the two hosts' connection.
 const hostWhere = "two go-libp2p hosts, TCP + noise"
+
+// The hosts' securities, as hostbench's -security names them.
+const (
+	hostNoise = "noise"
+	hostTLS   = "tls"
+)
+
+// hostWhereOver describes the two hosts' connection over security sec.
+func hostWhereOver(sec string) string {
+	if sec == hostTLS {
+		return "two go-libp2p hosts, TCP + TLS 1.3"
+	}
+	return hostWhere
+}
+
+// hostPingCell is the ping-pong between two hosts over security sec on
+// loopback: p.HostPings round trips of slowdown.PingPongSize bytes on one
+// stream, after a tenth as many untimed. Each host accepts streams
+// throughout, as every host does; issue #12's idle ping target holds it
+// to stock yamux.
+func hostPingCell(h *hostRunner, p plan, sec string, timeout time.Duration) cell {
+	c := cell{
+		ID:       "host/ping/" + sec,
+		Workload: wHostPing, Groups: []string{wHosts, wPing},
+		Title: fmt.Sprintf("Ping-pong between %s, loopback: %d round trips of %d B on one stream",
+			hostWhereOver(sec), p.HostPings, slowdown.PingPongSize),
+		Params:  map[string]string{"security": sec, "count": strconv.Itoa(p.HostPings)},
+		Metrics: pingMetrics(false),
+		Note:    "tcp is one raw TCP connection, no libp2p, no security.",
+		na:      hostNA,
+		start:   h.start,
+		stop:    h.stop,
+	}
+	args := []string{"-scenario", "ping", "-security", sec, "-count", strconv.Itoa(p.HostPings),
+		"-warmup", strconv.Itoa(p.HostPings / 10), "-size", strconv.Itoa(slowdown.PingPongSize)}
+	c.measure = func(ctx context.Context, e entry, _ int) (sample, error) {
+		r, err := h.run(ctx, e.Name, timeout, args...)
+		if err != nil {
+			return nil, err
+		}
+		return sample{mP50: us(r.P50), mP99: us(r.P99)}, nil
+	}
+	return c
+}
 
 // hostChunkCell is the chunk-delivery scenario between two hosts: on
 // loopback (warmup and ops per sample) or over link, one op per sample
@@ -169,25 +217,29 @@ func hostChunkCell(h *hostRunner, p plan, n int, batched bool, link *slowconn.Li
 	return c
 }
 
-// hostNotifyCell is the notification scenario between two hosts, on
-// loopback or over link (the contenders side by side).
-func hostNotifyCell(h *hostRunner, count, size int, linkName string, link *slowconn.Link, timeout time.Duration) cell {
-	where, id := hostWhere+", loopback", "loopback"
+// hostNotifyCell is the notification scenario between two hosts over
+// security sec, on loopback or over link (the contenders side by side).
+func hostNotifyCell(h *hostRunner, count, size int, sec, linkName string, link *slowconn.Link, timeout time.Duration) cell {
+	where, linkID := hostWhereOver(sec)+", loopback", "loopback"
 	if link != nil {
-		where, id = fmt.Sprintf("%s, through the %s link (%s)", hostWhere, linkName, describeLink(*link)), linkName
+		where, linkID = fmt.Sprintf("%s, through the %s link (%s)", hostWhereOver(sec), linkName, describeLink(*link)), linkName
+	}
+	id := fmt.Sprintf("host/notify/%dKiB/%d/%s", size>>10, count, linkID)
+	if sec != hostNoise {
+		id += "/" + sec // the verdict names a cell whose ID says tls a TLS one
 	}
 	c := cell{
-		ID:       fmt.Sprintf("host/notify/%dKiB/%d/%s", size>>10, count, id),
+		ID:       id,
 		Workload: wHostNotify, Groups: []string{wHosts, wNotify},
 		Title:   fmt.Sprintf("Notifications with backpressure (Polkadot) between %s: %d messages of %d KiB at once on one stream", where, count, size>>10),
-		Params:  map[string]string{"count": strconv.Itoa(count), "size": strconv.Itoa(size), "link": id},
+		Params:  map[string]string{"count": strconv.Itoa(count), "size": strconv.Itoa(size), "link": linkID, "security": sec},
 		Metrics: []metric{{Key: mMsgps, Unit: "msgs/s", Higher: true}, {Key: mTimeMsg, Unit: "µs"}},
 		Note:    "tcp is one raw TCP connection, no libp2p, no noise.",
 		na:      hostNA,
 		start:   h.start,
 		stop:    h.stop,
 	}
-	args := []string{"-scenario", "notify", "-count", strconv.Itoa(count), "-size", strconv.Itoa(size)}
+	args := []string{"-scenario", "notify", "-security", sec, "-count", strconv.Itoa(count), "-size", strconv.Itoa(size)}
 	if link != nil {
 		c.Side = true
 	}
@@ -214,7 +266,7 @@ const hostNotifyLink = "LongFat"
 // hostCells are the host rows of opts's plan, sharing one hostRunner.
 func hostCells(opts options) []cell {
 	p := opts.Plan
-	if p.HostChunks == 0 && len(p.HostNotify) == 0 && p.HostNotifyLinkCount == 0 {
+	if p.HostChunks == 0 && len(p.HostNotify) == 0 && p.HostNotifyLinkCount == 0 && p.HostPings == 0 {
 		return nil
 	}
 	h := &hostRunner{}
@@ -232,12 +284,19 @@ func hostCells(opts options) []cell {
 			out = append(out, hostChunkCell(h, p, p.HostChunks, b, &link, opts.Timeout))
 		}
 	}
-	for _, r := range p.HostNotify {
-		out = append(out, hostNotifyCell(h, r.Count, r.Size, "", nil, opts.Timeout))
+	for _, sec := range []string{hostNoise, hostTLS} {
+		for _, r := range p.HostNotify {
+			out = append(out, hostNotifyCell(h, r.Count, r.Size, sec, "", nil, opts.Timeout))
+		}
 	}
 	if p.HostNotifyLinkCount > 0 {
 		lf, _ := linkByName(hostNotifyLink)
-		out = append(out, hostNotifyCell(h, p.HostNotifyLinkCount, notifySmall, hostNotifyLink, &lf, opts.Timeout))
+		out = append(out, hostNotifyCell(h, p.HostNotifyLinkCount, notifySmall, hostNoise, hostNotifyLink, &lf, opts.Timeout))
+	}
+	if p.HostPings > 0 {
+		for _, sec := range []string{hostNoise, hostTLS} {
+			out = append(out, hostPingCell(h, p, sec, opts.Timeout))
+		}
 	}
 	return out
 }

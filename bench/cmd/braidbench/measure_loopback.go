@@ -139,14 +139,16 @@ func pingCell(p plan, neighbours int, t transport, procs int) cell {
 	}
 }
 
-// hostPingCell is the idle ping-pong as a go-libp2p host runs it, with an
-// Accept waiting on both sessions throughout (slowdown.PingPongHost), over
-// t at GOMAXPROCS procs: a host's swarm accepts every stream the peer
-// opens, so its muxer must read a new stream's frames at any moment, not
-// only when a Read waits. Issue #12's idle target holds it to go-yamux.
-func hostPingCell(p plan, t transport, procs int) cell {
-	id, title := atProcs("ping-host"+t.id, fmt.Sprintf(
-		"Ping-pong in a host: %d B round trips on one stream, idle, an Accept waiting on both sessions, %s (up to %d or %v)",
+// acceptingPingCell is the idle ping-pong as a go-libp2p host runs it,
+// with an Accept waiting on both sessions throughout
+// (slowdown.PingPongHost), over t at GOMAXPROCS procs: a host's swarm
+// accepts every stream the peer opens, so its muxer must read a new
+// stream's frames at any moment, not only when a Read waits. Issue #12's
+// idle target holds it to go-yamux. (The host rows, measure_hosts.go, run
+// real go-libp2p hosts.)
+func acceptingPingCell(p plan, t transport, procs int) cell {
+	id, title := atProcs("ping-accepting"+t.id, fmt.Sprintf(
+		"Ping-pong: %d B round trips on one stream, idle, an Accept waiting on both sessions (as in a go-libp2p host), %s (up to %d or %v)",
 		slowdown.PingPongSize, t.where, p.PingCount, p.PingMax), procs)
 	return cell{
 		ID: id, Workload: wPing, Groups: []string{wPing},

@@ -40,6 +40,7 @@ type plan struct {
 	HostBatched         bool                 `json:"host_batched"`
 	HostNotify          []slowdown.NotifyRun `json:"host_notify"`
 	HostNotifyLinkCount int                  `json:"host_notify_link_count"`
+	HostPings           int                  `json:"host_pings"`
 	// The request-response rows (slowdown.StreamRPC): the calls of one
 	// run, shared by its callers, and the callers at once of each row.
 	RPCCalls   int   `json:"rpc_calls"`
@@ -85,6 +86,7 @@ func defaultPlan() plan {
 		HostBatched:         true,
 		HostNotify:          slowdown.NotifyTargetRuns(),
 		HostNotifyLinkCount: 100,
+		HostPings:           2000,
 		RPCCalls:            defaultRPCCalls,
 		RPCCallers:          []int{1, 32},
 	}
@@ -110,6 +112,7 @@ func quickPlan() plan {
 	p.HostBatched = false
 	p.HostNotify = []slowdown.NotifyRun{{Count: 20, Size: notifySmall}}
 	p.HostNotifyLinkCount = 20
+	p.HostPings = 200
 	p.RPCCalls = 100
 	p.RPCCallers = []int{8}
 	return p

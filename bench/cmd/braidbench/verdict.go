@@ -138,6 +138,8 @@ func targetsFor(c *cellResult) []target {
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12.3"}}
 	case wHostNotify:
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3, vs yamux only"}}
+	case wHostPing:
+		return []target{{mP50, []condition{atMost(yamuxName, 1)}, "#12.4, hosts"}}
 	case wChunks, wHostChunks:
 		if c.Params["latency"] == chunkLatency.String() {
 			if c.Params["n"] == "120" && c.Params["mode"] == "single" {
@@ -536,7 +538,7 @@ func shortName(c *cellResult) string {
 	case wPing:
 		s = "Ping-pong, idle"
 		if p["accepting"] == "true" {
-			s = "Ping-pong, idle, in a host"
+			s = "Ping-pong, idle, Accept waiting"
 		}
 		if p["neighbours"] != "0" {
 			s = "Ping-pong beside " + p["neighbours"] + " bulk streams"
@@ -553,6 +555,8 @@ func shortName(c *cellResult) string {
 		s = "Notifications, " + notifyLabel(c)
 	case wHostChunks:
 		s = fmt.Sprintf("Hosts: chunks, n=%s %s, %s", p["n"], p["mode"], p["latency"])
+	case wHostPing:
+		s = "Hosts: ping-pong" // over TLS the row's name says so, as every TLS row's
 	case wHostNotify:
 		s = "Hosts: notifications, " + notifyLabel(c)
 		if p["link"] != "" && p["link"] != "loopback" {
