@@ -50,7 +50,7 @@ import (
 // so wait up to turnLoan while a stream's user, between its Reads, does
 // something other than reading or ending the stream. Measured (session
 // 32, 6 pairs of the idle 64 B ping-pong at GOMAXPROCS 2 with an Accept
-// waiting on both sessions, BenchmarkPingPong load=host): p50 x0.935
+// waiting on both sessions, BenchmarkPingPong load=accepting): p50 x0.935
 // over TCP and x0.948 over TLS, p99 x0.66 and x0.72, every pair faster;
 // the idle ping without Accepts unchanged; request-response streams
 // (BenchmarkStreamRPC, a new stream per call to an AcceptStream) x0.98-

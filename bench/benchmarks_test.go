@@ -177,7 +177,7 @@ func BenchmarkSmallMessages(b *testing.B) {
 }
 
 // BenchmarkPingPong: round trips of 64 B on one stream, idle, idle with an
-// Accept waiting on both sessions as in a go-libp2p host (load=host;
+// Accept waiting on both sessions as in a go-libp2p host (load=accepting;
 // slowdown.PingPongHost), beside 10
 // bulk streams going the same way (load=bulk: issue #12's target 1;
 // slowdown.PingPongLoad, as braidbench runs it) and beside one
@@ -196,7 +196,7 @@ func BenchmarkPingPong(b *testing.B) {
 		name       string
 		neighbours int
 		accepting  bool
-	}{{"idle", 0, false}, {"host", 0, true}, {"bulk", bulkNeighbours, false}, {"one-bulk", 1, false}}
+	}{{"idle", 0, false}, {"accepting", 0, true}, {"bulk", bulkNeighbours, false}, {"one-bulk", 1, false}}
 	for _, t := range transports() {
 		for _, load := range loads {
 			neighbours := load.neighbours
