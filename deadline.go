@@ -27,8 +27,9 @@ type deadline struct {
 // a deadline holds one pointer for it (idle streams: TestScaleManyStreams).
 // Guarded by the deadline's mu.
 type armedTimer struct {
-	timer *time.Timer
-	at    time.Time // zero while no deadline is armed
+	timer  *time.Timer
+	at     time.Time // zero while no deadline is armed
+	reader *Stream   // the stream whose read deadline this is (setRead), nil for others: fire cuts its Read's conn read
 }
 
 // setCancel replaces the channel. mu held.
@@ -42,7 +43,13 @@ func (d *deadline) setCancel(c chan struct{}) {
 }
 
 // set arms the deadline at t; the zero t clears it.
-func (d *deadline) set(t time.Time) {
+func (d *deadline) set(t time.Time) { d.setRead(t, nil) }
+
+// setRead is set for st's read deadline: when it passes, fire also cuts
+// the conn read of st's Read if it holds the conn turn (turn.go), as
+// cutFor does for the stream's other events. (A past t is the caller's
+// to cut for.)
+func (d *deadline) setRead(t time.Time, st *Stream) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a := d.armed
@@ -68,7 +75,7 @@ func (d *deadline) set(t time.Time) {
 			d.setCancel(make(chan struct{}))
 		}
 		if a == nil {
-			d.armed = &armedTimer{at: t}
+			d.armed = &armedTimer{at: t, reader: st}
 			d.armed.timer = time.AfterFunc(dur, d.fire)
 		} else {
 			a.at = t
@@ -85,16 +92,25 @@ func (d *deadline) set(t time.Time) {
 }
 
 // fire is the timer's: it closes cancel if the deadline it was armed for
-// is still the deadline and has passed. A run for a deadline since
-// cleared or moved later finds at zero or ahead, and leaves cancel.
+// is still the deadline and has passed, and then, without mu, cuts a read
+// deadline's taker (setRead). A run for a deadline since cleared or moved
+// later finds at zero or ahead, and leaves cancel.
 func (d *deadline) fire() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if a := d.armed; a == nil || a.at.IsZero() || time.Now().Before(a.at) {
+	a := d.armed
+	if a == nil || a.at.IsZero() || time.Now().Before(a.at) {
+		d.mu.Unlock()
 		return
 	}
 	if d.cancel != nil && !isClosed(d.cancel) {
 		close(d.cancel)
+	}
+	reader := a.reader
+	d.mu.Unlock()
+	if reader != nil {
+		// After the close: a taker that looked at its deadline before
+		// it was closed had stored itself as the holder first (turn.go).
+		reader.session.cutFor(reader)
 	}
 }
 

@@ -714,15 +714,15 @@ func (s *Stream) maybeRemove() {
 // SetWriteDeadline do. The zero time means no deadline; a time in the past
 // makes pending and later calls fail with os.ErrDeadlineExceeded.
 func (s *Stream) SetDeadline(t time.Time) error {
-	s.readDeadline.set(t)
-	s.session.cutFor(s) // a Read reading the conn waits with the deadline instead (turn.go)
+	s.readDeadline.setRead(t, s)
+	s.session.cutFor(s) // a Read reading the conn looks at its new deadline (turn.go)
 	return s.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the deadline for Read calls, pending ones included.
 func (s *Stream) SetReadDeadline(t time.Time) error {
-	s.readDeadline.set(t)
-	s.session.cutFor(s) // a Read reading the conn waits with the deadline instead (turn.go)
+	s.readDeadline.setRead(t, s)
+	s.session.cutFor(s) // a Read reading the conn looks at its new deadline (turn.go)
 	return nil
 }
 

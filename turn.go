@@ -67,10 +67,14 @@ import (
 // A taker reads whole frames only, of at most takerMaxFrame bytes: it
 // never blocks in the middle of a frame, so that it can return at any of
 // its conn reads. Its Read must return for its own stream's events (a
-// deadline set, CloseRead, Close, Reset, the session's end): they cut its
-// conn read (the lend's cut, lend.go), it leaves the frame it was waiting
-// for in the buffer, and looks again. A Read with a read deadline pending
-// does not take the turn (the deadline's timer does not cut). A larger
+// deadline set or passing, CloseRead, Close, Reset, the session's end):
+// they cut its conn read (the lend's cut, lend.go; a read deadline's
+// timer cuts as it fires, deadline.setRead), it leaves the frame it was
+// waiting for in the buffer, and looks again. Until session 32 a Read
+// with a read deadline pending did not take the turn, and go-libp2p's
+// protocols set one around their reads (hostbench's ping did: the
+// client's Reads never took it, and two hosts' TLS ping at two P was
+// stock yamux's). A larger
 // frame, an error of the conn or a protocol error goes back to the read
 // loop, which reads and reports it as ever.
 //
@@ -192,17 +196,17 @@ const (
 // waiter.
 func (s *Session) tryReadTurn(st *Stream, b []byte) turnTry {
 	t := &s.turn
-	if st.readDeadline.pending() || isClosed(s.closedCh) {
-		return turnNotTaken // a deadline's timer does not cut a conn read
+	if st.readDeadline.expired() || isClosed(s.closedCh) {
+		return turnNotTaken
 	}
 	if !t.mu.TryLock() {
 		return turnBusy
 	}
 	t.holder.Store(st) // under st.mu: an event of st's after its unlock finds it and cuts
 	t.owed.Store(nil)  // the turn is taken: nobody owes the read loop a call
-	if st.readDeadline.pending() || isClosed(s.closedCh) {
-		// Set or closed since the look above, maybe before the cut
-		// could find the holder.
+	if st.readDeadline.expired() || isClosed(s.closedCh) {
+		// Passed or closed since the look above, maybe before the cut
+		// (the deadline's fire, cutHolder) could find the holder.
 		s.releaseTurn(st)
 		return turnNotTaken
 	}
@@ -223,14 +227,14 @@ func (s *Session) tryReadTurn(st *Stream, b []byte) turnTry {
 
 // readerDue tells whether st's Read, whose buffer is b and which holds
 // the conn turn, has something to do other than read on: bytes or an
-// end to return, its lent buffer filled, a deadline to wait with, the
+// end to return, its lent buffer filled, its deadline passed, the
 // session's end (what readLocked looks at). Takes st.mu.
 func (st *Stream) readerDue(b []byte) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.recv.size > 0 || st.readState != halfOpen || st.closedRead ||
 		(st.lend.holds(b) && (st.lend.active || st.lend.filled > 0)) ||
-		st.readDeadline.pending() || isClosed(st.session.closedCh)
+		st.readDeadline.expired() || isClosed(st.session.closedCh)
 }
 
 // readAsTaker reads whole frames for a taker: what the buffer holds, or

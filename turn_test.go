@@ -398,3 +398,21 @@ func TestReadTurnOwedPaidAtStreamEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTurnWithReadDeadline: a Read with a read deadline pending takes
+// the turn too (go-libp2p's protocols set one around their reads), and
+// still returns at its deadline: the deadline's timer cuts its conn read.
+func TestReadTurnWithReadDeadline(t *testing.T) {
+	_, server, a, b := turnStreamPair(t)
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(time.Minute)))
+	require.NoError(t, a.SetReadDeadline(time.Now().Add(time.Minute)))
+	echoed := make(chan error, 1)
+	go func() { echoed <- echoMessages(b, 64) }()
+	pingRoundTrips(t, a, 200, 64)
+	require.NotZero(t, server.turn.taken.Load(), "frames the server's Reads read")
+
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	err := errWithin(t, echoed, "the echo's Read at its deadline")
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NotErrorIs(t, err, io.EOF)
+}
