@@ -31,11 +31,18 @@ func TestReadWakerWhere(t *testing.T) {
 	require.NotNil(t, client.w.waker, "TLS at two P")
 	require.Same(t, &client.w.waker.parked, client.br.parked, "the read loop tells the waker when it parks")
 
-	// A Read that waits is counted while it waits. (A read deadline keeps
-	// it off the read turn, turn.go: it parks.)
+	// A Read that waits is counted while it waits. (Another stream's Read
+	// holds the conn turn, turn.go: this one parks.)
+	holder, err := client.OpenStream(context.Background())
+	require.NoError(t, err)
+	_, err = holder.Write([]byte("h"))
+	require.NoError(t, err)
+	_, err = server.AcceptStream()
+	require.NoError(t, err)
+	readInBackground(holder, 8) // ends as the sessions close
+	awaitTaker(t, client, holder)
 	st, err := client.OpenStream(context.Background())
 	require.NoError(t, err)
-	require.NoError(t, st.SetReadDeadline(time.Now().Add(time.Minute)))
 	_, err = st.Write([]byte("x"))
 	require.NoError(t, err)
 	peer, err := server.AcceptStream()

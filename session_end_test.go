@@ -212,7 +212,7 @@ func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
 	require.Eventually(t, func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		return st.reading
+		return st.reading || s.turn.holder.Load() == st // parked, or reading the conn itself (turn.go)
 	}, 5*time.Second, time.Millisecond, "the Read to wait")
 	if lent {
 		const arrived = 1024
