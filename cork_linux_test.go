@@ -10,7 +10,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/braidmux/braid/internal/tlstest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -170,11 +169,7 @@ func TestRecordCorkAllocates(t *testing.T) {
 // writer's TCP_NOTSENT_LOWAT at two P, as under TLS over TCP.
 func TestNotSentLowatThroughWrapper(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	c1, c2 := tcpPair(t)
-	sec, err := tlstest.New()
-	require.NoError(t, err)
-	t1, t2, err := sec.Pair(maWrap(c1), maWrap(c2))
-	require.NoError(t, err)
+	tcp1, t1, t2 := tlsOverWrappedPair(t)
 	sessionPairOver(t, t1, t2, nil)
-	require.Equal(t, notSentLowat, tcpOption(t, c1.(*net.TCPConn), tcpNotSentLowat))
+	require.Equal(t, notSentLowat, tcpOption(t, tcp1, tcpNotSentLowat))
 }

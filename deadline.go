@@ -134,16 +134,6 @@ func (d *deadline) expired() bool {
 	return c != nil && isClosed(*c)
 }
 
-// pending tells whether a deadline is set, in the future or past.
-func (d *deadline) pending() bool {
-	if d.expired() {
-		return true
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.armed != nil && !d.armed.at.IsZero()
-}
-
 // stop releases the timer.
 func (d *deadline) stop() {
 	d.mu.Lock()

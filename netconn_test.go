@@ -2,6 +2,7 @@ package braid
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"runtime"
 	"testing"
@@ -23,14 +24,25 @@ func maWrap(c net.Conn) net.Conn {
 	}{c.(*net.TCPConn), [2]string{"/ip4/127.0.0.1", "/ip4/127.0.0.1"}}
 }
 
+// tlsOverWrappedPair returns TLS over a loopback TCP pair whose ends are
+// wrapped as maWrap wraps them, and the first end's TCP conn.
+func tlsOverWrappedPair(t *testing.T) (tcp1 *net.TCPConn, t1, t2 *tls.Conn) {
+	t.Helper()
+	c1, c2 := tcpPair(t)
+	sec, err := tlstest.New()
+	require.NoError(t, err)
+	t1, t2, err = sec.Pair(maWrap(c1), maWrap(c2))
+	require.NoError(t, err)
+	return c1.(*net.TCPConn), t1, t2
+}
+
 // TestWrappedNetConn: an unnamed struct that embeds a *net.TCPConn (or a
 // pointer to one) is that conn: its reads can lend, and TLS over it too;
 // a named wrapper, a struct embedding none and net.Pipe are not.
 func TestWrappedNetConn(t *testing.T) {
-	c1, c2 := tcpPair(t)
-	tc := c1.(*net.TCPConn)
-	require.Same(t, tc, wrappedNetConn(maWrap(c1)))
-	require.True(t, lendable(maWrap(c1)))
+	tc, t1, t2 := tlsOverWrappedPair(t)
+	require.Same(t, tc, wrappedNetConn(maWrap(tc)))
+	require.True(t, lendable(maWrap(tc)))
 	require.Same(t, tc, wrappedNetConn(struct{ *net.TCPConn }{tc}), "an unnamed struct value")
 	require.Nil(t, wrappedNetConn(struct{ *net.TCPConn }{}), "nothing embedded")
 	require.Nil(t, wrappedNetConn(namedTCPWrap{tc}))
@@ -42,11 +54,6 @@ func TestWrappedNetConn(t *testing.T) {
 	defer p2.Close()
 	require.Nil(t, wrappedNetConn(p1))
 	require.False(t, lendable(p1))
-
-	sec, err := tlstest.New()
-	require.NoError(t, err)
-	t1, t2, err := sec.Pair(maWrap(c1), maWrap(c2))
-	require.NoError(t, err)
 	require.True(t, lendable(t1), "TLS over the wrapper")
 	require.NoError(t, t1.Close())
 	require.NoError(t, t2.Close())
@@ -57,11 +64,7 @@ func TestWrappedNetConn(t *testing.T) {
 // over TCP gets: the conn turn at two P, lent reads, and every byte.
 func TestSessionOverWrappedTCP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	c1, c2 := tcpPair(t)
-	sec, err := tlstest.New()
-	require.NoError(t, err)
-	t1, t2, err := sec.Pair(maWrap(c1), maWrap(c2))
-	require.NoError(t, err)
+	_, t1, t2 := tlsOverWrappedPair(t)
 	client, server := sessionPairOver(t, t1, t2, nil)
 	require.True(t, client.turn.on && server.turn.on, "the conn turn")
 	require.NotNil(t, client.cutter, "reads that can lend")

@@ -58,6 +58,19 @@ func (ep *endpoints) close() {
 	ep.wg.Wait()
 }
 
+// openStream opens a stream to the server and puts ctx's deadline, if
+// any, on it.
+func (ep *endpoints) openStream(ctx context.Context) (stream, error) {
+	st, err := ep.open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(d)
+	}
+	return st, nil
+}
+
 // fail records a handler's error; only the first is kept.
 func (ep *endpoints) fail(err error) {
 	select {

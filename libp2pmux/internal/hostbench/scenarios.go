@@ -51,14 +51,11 @@ func runChunks(ctx context.Context, s Spec) (Result, error) {
 
 // chunkOp is the client's side of one op.
 func chunkOp(ctx context.Context, ep *endpoints, n int) error {
-	st, err := ep.open(ctx)
+	st, err := ep.openStream(ctx)
 	if err != nil {
-		return fmt.Errorf("open: %w", err)
+		return err
 	}
 	defer st.Close()
-	if d, ok := ctx.Deadline(); ok {
-		_ = st.SetDeadline(d)
-	}
 	if _, err := st.Write(appframe.New(getSize)); err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
@@ -144,14 +141,11 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 	defer ep.close()
-	st, err := ep.open(ctx)
+	st, err := ep.openStream(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("open: %w", err)
+		return Result{}, err
 	}
 	defer st.Close()
-	if d, ok := ctx.Deadline(); ok {
-		_ = st.SetDeadline(d)
-	}
 	if _, err := st.Write(appframe.New(0)); err != nil {
 		return Result{}, fmt.Errorf("hello: %w", err)
 	}
@@ -185,14 +179,11 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 	defer ep.close()
-	st, err := ep.open(ctx)
+	st, err := ep.openStream(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("open: %w", err)
+		return Result{}, err
 	}
 	defer st.Close()
-	if d, ok := ctx.Deadline(); ok {
-		_ = st.SetDeadline(d)
-	}
 	msg := make([]byte, s.Size)
 	roundTrip := func(i int) error {
 		msg[0] = byte(i)
