@@ -45,8 +45,8 @@ import (
 // the wake at every release cost the host's request-response what the
 // turn saves (below). The releasing stream owes the read loop a call
 // instead (owed): the next Read to take the turn cancels it, the
-// stream's end (CloseRead, CloseWrite, Reset) pays it, since its Read
-// will not be back, and the loan's end (turnLoan) bounds it. A SYN can
+// stream's end or half-end (CloseRead, CloseWrite, Reset) pays it, since
+// its Read may not be back, and the loan's end (turnLoan) bounds it. A SYN can
 // so wait up to turnLoan while a stream's user, between its Reads, does
 // something other than reading or ending the stream. Measured (session
 // 32, 6 pairs of the idle 64 B ping-pong at GOMAXPROCS 2 with an Accept
