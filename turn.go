@@ -115,7 +115,7 @@ type connTurn struct {
 	on      bool                   // fixed at the session's start
 	want    atomic.Int32           // Reads parked wanting the turn (wantTurn, wantDone)
 	needs   atomic.Int32           // goroutines parked waiting for frames that won't read (needFrames, needDone)
-	accepts atomic.Int32           // AcceptStream calls parked waiting for the peer's SYN (acceptWaits, acceptDone)
+	accepts atomic.Int32           // AcceptStream calls parked waiting for the peer's SYN (acceptWaits, acceptDone); Session.acceptCalls counts them too, under Session.mu, which a taker's release must not take
 	owed    atomic.Pointer[Stream] // the stream whose Read left the turn free while an AcceptStream waits: its end calls the read loop back (payOwed); cleared by whoever takes the turn next
 	lent    atomic.Bool            // the read loop has lent the turn and waits in lendTurn; the read loop stores
 	holder  atomic.Pointer[Stream] // the stream whose Read holds the turn (every taker is a Read); nil while the read loop holds it or it is free; the holder stores

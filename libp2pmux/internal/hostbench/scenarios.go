@@ -136,16 +136,11 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 		done <- nil
 		return nil
 	}
-	ep, err := newEndpoints(ctx, s, handler)
+	ep, st, closeAll, err := oneStream(ctx, s, handler)
 	if err != nil {
 		return Result{}, err
 	}
-	defer ep.close()
-	st, err := ep.openStream(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	defer st.Close()
+	defer closeAll()
 	if _, err := st.Write(appframe.New(0)); err != nil {
 		return Result{}, fmt.Errorf("hello: %w", err)
 	}
@@ -174,16 +169,11 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 // bytes each way and then s.Count timed ones, and reports their median
 // and 99th percentile beside the total.
 func runPing(ctx context.Context, s Spec) (Result, error) {
-	ep, err := newEndpoints(ctx, s, func(st stream) error { return echoPings(st, s.Size) })
+	ep, st, closeAll, err := oneStream(ctx, s, func(st stream) error { return echoPings(st, s.Size) })
 	if err != nil {
 		return Result{}, err
 	}
-	defer ep.close()
-	st, err := ep.openStream(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	defer st.Close()
+	defer closeAll()
 	msg := make([]byte, s.Size)
 	roundTrip := func(i int) error {
 		msg[0] = byte(i)
@@ -236,4 +226,18 @@ func echoPings(st stream, size int) error {
 			return fmt.Errorf("pong: %w", err)
 		}
 	}
+}
+
+// oneStream connects endpoints as s asks, handler serving the server's
+// streams, and opens the one stream a scenario uses; done closes the
+// stream, then the endpoints.
+func oneStream(ctx context.Context, s Spec, handler func(stream) error) (ep *endpoints, st stream, done func(), err error) {
+	if ep, err = newEndpoints(ctx, s, handler); err != nil {
+		return nil, nil, nil, err
+	}
+	if st, err = ep.openStream(ctx); err != nil {
+		ep.close()
+		return nil, nil, nil, err
+	}
+	return ep, st, func() { st.Close(); ep.close() }, nil
 }
