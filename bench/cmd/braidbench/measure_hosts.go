@@ -82,6 +82,7 @@ type hostResult struct {
 	Allocs     uint64        `json:"allocs"`
 	P50        time.Duration `json:"p50_ns"`
 	P99        time.Duration `json:"p99_ns"`
+	BulkBytes  int64         `json:"bulk_bytes"`
 }
 
 // run runs hostbench with args for contender name.
@@ -143,31 +144,52 @@ func hostWhereOver(sec string) string {
 // loopback: p.HostPings round trips of slowdown.PingPongSize bytes on one
 // stream, after a tenth as many untimed. Each host accepts streams
 // throughout, as every host does; issue #12's idle ping target holds it
-// to stock yamux.
-func hostPingCell(h *hostRunner, p plan, sec string, timeout time.Duration) cell {
+// to stock yamux. With bulk streams beside it (a transfer on the same
+// connection), a quarter as many round trips, and #12's loaded target.
+func hostPingCell(h *hostRunner, p plan, sec string, bulk int, timeout time.Duration) cell {
+	count, id, beside := p.HostPings, "host/ping/"+sec, ""
+	if bulk > 0 {
+		count = max(p.HostPings/4, 1)
+		id = fmt.Sprintf("host/ping/bulk=%d/%s", bulk, sec)
+		beside = fmt.Sprintf(", beside %d streams writing %d KiB at a time", bulk, hostBulkMessage>>10)
+	}
 	c := cell{
-		ID:       "host/ping/" + sec,
+		ID:       id,
 		Workload: wHostPing, Groups: []string{wHosts, wPing},
-		Title: fmt.Sprintf("Ping-pong between %s, loopback: %d round trips of %d B on one stream",
-			hostWhereOver(sec), p.HostPings, slowdown.PingPongSize),
-		Params:  map[string]string{"security": sec, "count": strconv.Itoa(p.HostPings)},
-		Metrics: pingMetrics(false),
-		Note:    "tcp is one raw TCP connection, no libp2p, no security.",
+		Title: fmt.Sprintf("Ping-pong between %s, loopback: %d round trips of %d B on one stream%s",
+			hostWhereOver(sec), count, slowdown.PingPongSize, beside),
+		Params:  map[string]string{"security": sec, "count": strconv.Itoa(count), "neighbours": strconv.Itoa(bulk)},
+		Metrics: pingMetrics(bulk > 0),
+		Note:    "tcp is one raw TCP connection, no libp2p, no security (and one more per bulk stream).",
 		na:      hostNA,
 		start:   h.start,
 		stop:    h.stop,
 	}
-	args := []string{"-scenario", "ping", "-security", sec, "-count", strconv.Itoa(p.HostPings),
-		"-warmup", strconv.Itoa(p.HostPings / 10), "-size", strconv.Itoa(slowdown.PingPongSize)}
+	args := []string{"-scenario", "ping", "-security", sec, "-count", strconv.Itoa(count),
+		"-warmup", strconv.Itoa(count / 10), "-size", strconv.Itoa(slowdown.PingPongSize), "-bulk", strconv.Itoa(bulk)}
 	c.measure = func(ctx context.Context, e entry, _ int) (sample, error) {
 		r, err := h.run(ctx, e.Name, timeout, args...)
 		if err != nil {
 			return nil, err
 		}
-		return sample{mP50: us(r.P50), mP99: us(r.P99)}, nil
+		s := sample{mP50: us(r.P50), mP99: us(r.P99)}
+		if bulk > 0 {
+			s[mBulkMBps] = float64(r.BulkBytes) / 1e6 / r.Elapsed.Seconds()
+		}
+		return s, nil
 	}
 	return c
 }
+
+// hostPingLoaded tells whether c is a host ping with bulk streams beside.
+func hostPingLoaded(c *cellResult) bool {
+	n := c.Params["neighbours"]
+	return c.Workload == wHostPing && n != "" && n != "0"
+}
+
+// hostBulkMessage is hostbench's write size on a bulk stream
+// (hostbench.BulkMessage, which the bench module can't import).
+const hostBulkMessage = 64 << 10
 
 // hostChunkCell is the chunk-delivery scenario between two hosts: on
 // loopback (warmup and ops per sample) or over link, one op per sample
@@ -294,8 +316,15 @@ func hostCells(opts options) []cell {
 		out = append(out, hostNotifyCell(h, p.HostNotifyLinkCount, notifySmall, hostNoise, hostNotifyLink, &lf, opts.Timeout))
 	}
 	if p.HostPings > 0 {
-		for _, sec := range []string{hostNoise, hostTLS} {
-			out = append(out, hostPingCell(h, p, sec, opts.Timeout))
+		// Idle, and beside as many bulk streams as the loopback ping's.
+		bulks := []int{0}
+		if p.PingNeighbours > 0 {
+			bulks = append(bulks, p.PingNeighbours)
+		}
+		for _, bulk := range bulks {
+			for _, sec := range []string{hostNoise, hostTLS} {
+				out = append(out, hostPingCell(h, p, sec, bulk, opts.Timeout))
+			}
 		}
 	}
 	return out

@@ -189,14 +189,22 @@ func buildSections(rep *report) []section {
 	hostChunks := byWorkload(wHostChunks)
 	hostNotify := byWorkload(wHostNotify)
 	hostNotifyWhere := func(c *cellResult) string { return notifyLabel(c) + ", " + c.Params["link"] }
-	hostPingWhere := func(c *cellResult) string { return c.Params["security"] }
+	hostPingWhere := func(c *cellResult) string {
+		if hostPingLoaded(c) {
+			return c.Params["security"] + ", beside " + c.Params["neighbours"] + " bulk"
+		}
+		return c.Params["security"]
+	}
+	hostIdle := func(c *cellResult) bool { return !hostPingLoaded(c) }
 	add(section{id: "hosts", title: "Between two go-libp2p hosts (TCP + noise or TLS): libp2pmux vs stock yamux",
 		note: "The seed scenarios where their authors ran them, and a ping-pong: two real go-libp2p hosts in one process, braid's libp2pmux against go-libp2p's default yamux, over noise, and over TLS where the rows say so. tcp is a raw TCP connection with the same messages, no libp2p and no security.",
 		charts: []chart{
 			metricChart("Chunk delivery, time per op, loopback", chunkSub, mTimeOp, filter(hostChunks, lat("0ms")), short),
 			metricChart("Chunk delivery, time per op, 200 ms one way", slow, mTimeOp, filter(hostChunks, lat(chunkLatency.String())), short),
 			metricChart("Notifications, message rate", "count messages written at once on one stream", mMsgps, hostNotify, hostNotifyWhere),
-			metricChart("Ping-pong, p50", "64 B round trips on one stream, by security", mP50, byWorkload(wHostPing), hostPingWhere),
+			metricChart("Ping-pong, p50", "64 B round trips on one stream, by security", mP50, filter(byWorkload(wHostPing), hostIdle), hostPingWhere),
+			metricChart("Ping-pong beside bulk streams, p50", "64 B round trips on one stream while bulk streams write on the same connection", mP50, filter(byWorkload(wHostPing), hostPingLoaded), hostPingWhere),
+			metricChart("Bulk throughput beside the ping", "what the bulk streams wrote meanwhile", mBulkMBps, filter(byWorkload(wHostPing), hostPingLoaded), hostPingWhere),
 		}})
 
 	bulkWhere := func(c *cellResult) string {

@@ -139,6 +139,12 @@ func targetsFor(c *cellResult) []target {
 	case wHostNotify:
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2)}, "#12.3, vs yamux only"}}
 	case wHostPing:
+		if hostPingLoaded(c) {
+			// The hosts' only other muxer is stock yamux.
+			conds := []condition{atMost(yamuxName, 0.5), atMost("braid-nocoalesce", 1)}
+			bulk := []condition{atLeast(yamuxName, 0.8)}
+			return []target{{mP50, conds, "#12.1, hosts"}, {mP99, conds, "#12.1, hosts"}, {mBulkMBps, bulk, "#12.1, hosts"}}
+		}
 		return []target{{mP50, []condition{atMost(yamuxName, 1)}, "#12.4, hosts"}}
 	case wChunks, wHostChunks:
 		if c.Params["latency"] == chunkLatency.String() {
@@ -557,6 +563,9 @@ func shortName(c *cellResult) string {
 		s = fmt.Sprintf("Hosts: chunks, n=%s %s, %s", p["n"], p["mode"], p["latency"])
 	case wHostPing:
 		s = "Hosts: ping-pong" // over TLS the row's name says so, as every TLS row's
+		if hostPingLoaded(c) {
+			s += " beside " + p["neighbours"] + " bulk streams"
+		}
 	case wHostNotify:
 		s = "Hosts: notifications, " + notifyLabel(c)
 		if p["link"] != "" && p["link"] != "loopback" {

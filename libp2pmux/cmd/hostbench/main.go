@@ -8,12 +8,14 @@
 //
 //	go run ./libp2pmux/cmd/hostbench -scenario chunks -muxer braid -n 120 -latency 200ms -bandwidth 1e9
 //	go run ./libp2pmux/cmd/hostbench -scenario ping -security tls -count 2000 -size 64 -warmup 200
+//	go run ./libp2pmux/cmd/hostbench -scenario ping -security noise -count 1000 -size 64 -warmup 100 -bulk 10
 //
 // The output is {"elapsed_ns":..., "ops":..., "alloc_bytes":..., "allocs":...}:
 // the wall time of the timed ops (chunks), messages (notify) or round
 // trips (ping), and the heap allocations of the whole process meanwhile;
 // a ping adds "p50_ns" and "p99_ns", its round trips' median and 99th
-// percentile. -cpuprofile FILE writes a CPU profile of the run (both
+// percentile, and with -bulk "bulk_bytes", what its bulk streams wrote
+// meanwhile. -cpuprofile FILE writes a CPU profile of the run (both
 // hosts, their set-up included) for go tool pprof.
 package main
 
@@ -118,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&s.Ops, "ops", 1, "chunks: timed ops")
 	fs.IntVar(&s.Count, "count", 100, "notify: messages; ping: timed round trips")
 	fs.IntVar(&s.Size, "size", 64<<10, "notify: bytes per message; ping: bytes each way")
+	fs.IntVar(&s.Bulk, "bulk", 0, "ping: streams sending bulk data to the server throughout")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest the measurement may take")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {

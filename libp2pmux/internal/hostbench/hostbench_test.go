@@ -39,9 +39,10 @@ func TestRun(t *testing.T) {
 				{Scenario: Notify, Muxer: m, Link: l, Count: 20, Size: 64 << 10, Security: TLS},
 				{Scenario: Ping, Muxer: m, Link: l, Count: 20, Size: 64, Warmup: 2},
 				{Scenario: Ping, Muxer: m, Link: l, Count: 20, Size: 64, Security: TLS},
+				{Scenario: Ping, Muxer: m, Link: l, Count: 20, Size: 64, Bulk: 2},
 			}
 			for _, s := range specs {
-				t.Run(fmt.Sprintf("%s/%s/shaped=%v/batched=%v/%s", s.Scenario, m, shaped, s.Batched, s.Security), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/shaped=%v/batched=%v/bulk=%d/%s", s.Scenario, m, shaped, s.Batched, s.Bulk, s.Security), func(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					r, err := Run(ctx, s)
@@ -51,6 +52,9 @@ func TestRun(t *testing.T) {
 					wantOps := s.Ops
 					if s.Scenario != Chunks {
 						wantOps = s.Count
+					}
+					if (r.BulkBytes > 0) != (s.Bulk > 0) {
+						t.Errorf("bulk streams wrote %d bytes during the round trips, want bytes iff bulk (%d)", r.BulkBytes, s.Bulk)
 					}
 					if s.Scenario == Ping && (r.P50 <= 0 || r.P99 < r.P50 || r.Elapsed < r.P99) {
 						t.Errorf("round trips p50 %v, p99 %v of %v, want 0 < p50 <= p99 <= the whole", r.P50, r.P99, r.Elapsed)

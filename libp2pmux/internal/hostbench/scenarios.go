@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braidmux/braid/internal/appframe"
@@ -165,15 +167,41 @@ func runNotify(ctx context.Context, s Spec) (Result, error) {
 	})
 }
 
+// The first byte of each of the ping's streams tells the server what the
+// stream is.
+const (
+	rolePing byte = 'p'
+	roleBulk byte = 'b'
+)
+
 // runPing opens one stream, makes s.Warmup untimed round trips of s.Size
 // bytes each way and then s.Count timed ones, and reports their median
-// and 99th percentile beside the total.
+// and 99th percentile beside the total; s.Bulk bulk streams write
+// throughout.
 func runPing(ctx context.Context, s Spec) (Result, error) {
-	ep, st, closeAll, err := oneStream(ctx, s, func(st stream) error { return echoPings(st, s.Size) })
+	serve := func(st stream) error {
+		role := make([]byte, 1)
+		if _, err := io.ReadFull(st, role); err != nil {
+			return fmt.Errorf("role: %w", err)
+		}
+		if role[0] == roleBulk {
+			return discardBulk(st)
+		}
+		return echoPings(st, s.Size)
+	}
+	ep, st, closeAll, err := oneStream(ctx, s, serve)
 	if err != nil {
 		return Result{}, err
 	}
 	defer closeAll()
+	if _, err := st.Write([]byte{rolePing}); err != nil {
+		return Result{}, ep.serverError(fmt.Errorf("role: %w", err))
+	}
+	bulk, err := startBulk(ctx, ep, s.Bulk)
+	if err != nil {
+		return Result{}, err
+	}
+	defer bulk.stop()
 	msg := make([]byte, s.Size)
 	roundTrip := func(i int) error {
 		msg[0] = byte(i)
@@ -194,6 +222,7 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 	rtts := make([]time.Duration, s.Count)
+	bulkBefore := bulk.written.Load()
 	r, err := measure(s.Count, func() error {
 		for i := range rtts {
 			start := time.Now()
@@ -206,6 +235,10 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 	})
 	if err != nil {
 		return Result{}, err
+	}
+	r.BulkBytes = bulk.written.Load() - bulkBefore
+	if err := bulk.stop(); err != nil {
+		return Result{}, ep.serverError(err)
 	}
 	slices.Sort(rtts)
 	r.P50, r.P99 = rtts[len(rtts)/2], rtts[min(len(rtts)*99/100, len(rtts)-1)]
@@ -226,6 +259,81 @@ func echoPings(st stream, size int) error {
 			return fmt.Errorf("pong: %w", err)
 		}
 	}
+}
+
+// discardBulk reads a bulk stream to its end.
+func discardBulk(st stream) error {
+	if _, err := io.Copy(io.Discard, st); err != nil {
+		return fmt.Errorf("bulk: %w", err)
+	}
+	return nil
+}
+
+// bulkWriters are the ping's bulk streams, each written by a goroutine of
+// its own until stop.
+type bulkWriters struct {
+	written atomic.Int64 // bytes written by all of them so far
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	errs    chan error // one slot per writer
+	stopped bool
+	stopErr error
+}
+
+// startBulk opens n bulk streams and starts writing on each.
+func startBulk(ctx context.Context, ep *endpoints, n int) (*bulkWriters, error) {
+	b := &bulkWriters{quit: make(chan struct{}), errs: make(chan error, n)}
+	for range n {
+		st, err := ep.openStream(ctx)
+		if err == nil {
+			_, err = st.Write([]byte{roleBulk})
+		}
+		if err != nil {
+			_ = b.stop()
+			return nil, ep.serverError(fmt.Errorf("bulk stream: %w", err))
+		}
+		b.wg.Add(1)
+		go b.write(st)
+	}
+	return b, nil
+}
+
+// write sends BulkMessage bytes at a time on st until stop, then closes
+// st, its write side first so that the server reads to the end.
+func (b *bulkWriters) write(st stream) {
+	defer b.wg.Done()
+	defer st.Close()
+	msg := make([]byte, BulkMessage)
+	for {
+		select {
+		case <-b.quit:
+			if err := st.CloseWrite(); err != nil {
+				b.errs <- fmt.Errorf("bulk close: %w", err)
+			}
+			return
+		default:
+		}
+		n, err := st.Write(msg)
+		b.written.Add(int64(n))
+		if err != nil {
+			b.errs <- fmt.Errorf("bulk write: %w", err)
+			return
+		}
+	}
+}
+
+// stop ends the writers and returns the first error one met; later calls
+// return the same.
+func (b *bulkWriters) stop() error {
+	if b.stopped {
+		return b.stopErr
+	}
+	b.stopped = true
+	close(b.quit)
+	b.wg.Wait()
+	close(b.errs)
+	b.stopErr = <-b.errs
+	return b.stopErr
 }
 
 // oneStream connects endpoints as s asks, handler serving the server's

@@ -57,7 +57,9 @@ const (
 	// Ping is request-response on one stream: Warmup untimed and then
 	// Count timed round trips of Size bytes each way, the client waiting
 	// for each echo before the next. A host's stream handler and its
-	// accept loop run throughout, as they do in every host.
+	// accept loop run throughout, as they do in every host. With Bulk,
+	// that many more streams send bulk data to the server all the while
+	// (a transfer beside the host's small protocols).
 	Ping Scenario = "ping"
 )
 
@@ -89,6 +91,10 @@ type Spec struct {
 	// bytes each way (Warmup: untimed round trips first).
 	Count int
 	Size  int
+	// Bulk is the ping's bulk streams: each writes BulkMessage bytes at
+	// a time to the server, which discards them, from before the first
+	// round trip to after the last.
+	Bulk int
 	// Security is the hosts' security (RawTCP has none); "" is Noise.
 	Security Security
 }
@@ -106,7 +112,15 @@ type Result struct {
 	// (Ping only).
 	P50 time.Duration `json:"p50_ns,omitempty"`
 	P99 time.Duration `json:"p99_ns,omitempty"`
+	// BulkBytes is what the ping's bulk streams wrote during the timed
+	// round trips: over Elapsed, their throughput beside the ping.
+	BulkBytes int64 `json:"bulk_bytes,omitempty"`
 }
+
+// BulkMessage is the size of a bulk stream's writes, as in the bench
+// module's BenchmarkPingPong beside bulk streams (a quarter of yamux's
+// initial stream window).
+const BulkMessage = 64 << 10
 
 // Limits of a Spec, so that a mistyped flag is an error rather than a
 // run that never ends.
@@ -116,6 +130,7 @@ const (
 	maxMessages = 1000000
 	maxMsgSize  = appframe.MaxSize
 	maxPingSize = 64 << 10
+	maxBulk     = 64
 )
 
 // ErrSpec is the error of an invalid Spec.
@@ -147,8 +162,8 @@ func (s Spec) Validate() error {
 			return bad("notify needs 1 <= count <= %d, 1 <= size <= %d", maxMessages, maxMsgSize)
 		}
 	case Ping:
-		if s.Count < 1 || s.Count > maxMessages || s.Size < 1 || s.Size > maxPingSize || s.Warmup < 0 || s.Warmup > maxMessages {
-			return bad("ping needs 1 <= count <= %d, 1 <= size <= %d, 0 <= warmup <= %d", maxMessages, maxPingSize, maxMessages)
+		if s.Count < 1 || s.Count > maxMessages || s.Size < 1 || s.Size > maxPingSize || s.Warmup < 0 || s.Warmup > maxMessages || s.Bulk < 0 || s.Bulk > maxBulk {
+			return bad("ping needs 1 <= count <= %d, 1 <= size <= %d, 0 <= warmup <= %d, 0 <= bulk <= %d", maxMessages, maxPingSize, maxMessages, maxBulk)
 		}
 	default:
 		return bad("unknown scenario %q", s.Scenario)
