@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,9 +92,42 @@ func newReadCutter(conn net.Conn) *readCutter {
 func (c *readCutter) cut() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cutLocked()
+}
+
+// cutLocked is cut with mu held.
+func (c *readCutter) cutLocked() {
 	if !c.asked {
 		c.asked = true
 		_ = c.conn.SetReadDeadline(time.Unix(1, 0)) // long past; a closed conn's read fails anyway
+	}
+}
+
+// cutIdle cuts the read loop's read if idle is set: a Read that wants
+// the conn turn (turn.go) cuts the read loop's header read at a quiet
+// moment, and no other read. endIdle clears idle under the same lock.
+func (c *readCutter) cutIdle(idle *atomic.Bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if idle.Load() {
+		c.cutLocked()
+	}
+}
+
+// endIdle clears idle once the read loop's header read at a quiet moment
+// returned, and with gotHeader (it brought the header) drops a cut still
+// pending: asked as the header came, it would end the payload's read,
+// which may fill a lent buffer, with what had arrived of it. A cut that
+// is still wanted then is asked again by whoever wants it: a lend's once
+// the payload's read has begun; a Read that wants the turn is lent it
+// after this frame.
+func (c *readCutter) endIdle(idle *atomic.Bool, gotHeader bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idle.Store(false)
+	if gotHeader && c.asked {
+		c.asked = false
+		_ = c.conn.SetReadDeadline(time.Time{})
 	}
 }
 

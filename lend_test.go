@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +208,48 @@ func TestLentBytesCreditedAtGiveBack(t *testing.T) {
 	require.Equal(t, pattern(len(buf)), buf)
 	p.ping(7)
 	require.Equal(t, 1, p.count(isCredit), "the bytes are credited once")
+}
+
+// TestCutterIdleCutDropped: a Read that wants the conn turn cuts the read
+// loop's header read at a quiet moment (cutIdle). When the header came
+// before the cut reached the read, the read loop drops the cut as it ends
+// the quiet moment (endIdle), so that the payload's read, which may fill
+// a lent buffer, waits for its bytes instead of ending at once. A cut
+// asked once idle is clear is not asked at all; a cut of a read that
+// brought nothing is kept for the next read, which the read loop then
+// gives up for the Read that wants the turn.
+func TestCutterIdleCutDropped(t *testing.T) {
+	c1, c2 := tcpPair(t)
+	cutter := newReadCutter(c1)
+	require.NotNil(t, cutter)
+	var idle atomic.Bool
+	buf := make([]byte, 16)
+
+	// The header came; the cut is asked before the read loop ends idle.
+	idle.Store(true)
+	_, err := c2.Write([]byte("head"))
+	require.NoError(t, err)
+	n, err := io.ReadFull(c1, buf[:4])
+	require.NoError(t, err, "read %d", n)
+	cutter.cutIdle(&idle)
+	cutter.endIdle(&idle, true)
+	require.False(t, idle.Load())
+	go func() { time.Sleep(20 * time.Millisecond); _, _ = c2.Write([]byte("payload")) }()
+	n, err = io.ReadFull(c1, buf[:7])
+	require.NoError(t, err, "the payload's read after a dropped cut")
+	require.Equal(t, "payload", string(buf[:n]))
+
+	// idle is clear: a Read that wants the turn asks no cut.
+	cutter.cutIdle(&idle)
+	require.False(t, cutter.asked)
+
+	// The cut ended a read that brought nothing: it stays for the next.
+	idle.Store(true)
+	cutter.cutIdle(&idle)
+	_, err = c1.Read(buf)
+	require.True(t, cutter.cleared(err), "the cut header read: %v", err)
+	cutter.cutIdle(&idle)
+	cutter.endIdle(&idle, false)
+	_, err = c1.Read(buf)
+	require.True(t, cutter.cleared(err), "a cut of a read with no header is kept: %v", err)
 }

@@ -910,9 +910,6 @@ func (s *Session) readFrames() error {
 			s.br.yieldCut = yieldWanted
 		}
 		err := s.readFrame(yield)
-		if yield {
-			t.idle.Store(false)
-		}
 		if err == errTurnYield {
 			continue
 		}
@@ -929,6 +926,7 @@ func (s *Session) readFrame(yield bool) error {
 	h, n, err := s.codec.readHeader(s.br)
 	if yield {
 		s.br.yieldCut = yieldNever
+		s.cutter.endIdle(&s.turn.idle, err == nil) // the turn is on: the conn lends
 		if err == errTurnYield {
 			return err // the header's bytes stay buffered, to be read again
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -174,14 +173,6 @@ func TestCloseEndsReadsBeforeFlush(t *testing.T) {
 }
 
 func testCloseEndsReads(t *testing.T, proto Protocol, lent bool) {
-	if lent {
-		// At two P a cut that the Read, wanting the conn turn (turn.go),
-		// asks for the read loop's header read can land on the payload's
-		// read when the header came first: the lend then ends early with
-		// part of the frame (a flake under -race, about 1 in 40). At one
-		// P there is no turn, and the frame is lent whole.
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
 	cfg := DefaultConfig()
 	cfg.Protocol = proto
 	cfg.DisableKeepAlive = true

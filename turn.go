@@ -119,7 +119,7 @@ type connTurn struct {
 	owed    atomic.Pointer[Stream] // the stream whose Read left the turn free while an AcceptStream waits: its end calls the read loop back (payOwed); cleared by whoever takes the turn next
 	lent    atomic.Bool            // the read loop has lent the turn and waits in lendTurn; the read loop stores
 	holder  atomic.Pointer[Stream] // the stream whose Read holds the turn (every taker is a Read); nil while the read loop holds it or it is free; the holder stores
-	idle    atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read; the read loop stores
+	idle    atomic.Bool            // the read loop waits for a header at a quiet moment: a Read that wants the turn cuts its read; the read loop stores, and clears it under readCutter.mu with a cut asked as the header came (readCutter.endIdle)
 	free    chan struct{}          // one slot: the turn is free for a Read that wants it
 	back    chan struct{}          // one slot: the read loop should take the turn back
 	err     error                  // a frame error a taker met; mu held; the read loop returns it
@@ -352,8 +352,8 @@ func (t *connTurn) acceptDone() {
 // channel that tells the Read the turn is free.
 func (t *connTurn) wantTurn(cutter *readCutter) chan struct{} {
 	t.want.Add(1)
-	if t.idle.Load() {
-		cutter.cut()
+	if t.idle.Load() { // checked again under the cutter's lock
+		cutter.cutIdle(&t.idle)
 	}
 	return t.free
 }
