@@ -120,7 +120,12 @@ func (c *readCutter) cutIdle(idle *atomic.Bool) {
 // which may fill a lent buffer, with what had arrived of it. A cut that
 // is still wanted then is asked again by whoever wants it: a lend's once
 // the payload's read has begun; a Read that wants the turn is lent it
-// after this frame.
+// after this frame. Only here is a pending cut dropped: a lend's cut is
+// for every read of its payload, not the one under way, and a taker's
+// (an event of its stream's, cutFor) must outlast the buffered frames
+// it handles before its next read. A read waker's cut (readwake.go) that
+// lands after the read loop's busy header read can still end a lend
+// early; the Read then returns what was lent, as a cut does.
 func (c *readCutter) endIdle(idle *atomic.Bool, gotHeader bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -193,15 +193,19 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer closeAll()
+	var bulk *bulkWriters
+	defer func() {
+		closeAll() // first: it ends a bulk Write blocked on a server that stopped reading
+		if bulk != nil {
+			_ = bulk.stop()
+		}
+	}()
 	if _, err := st.Write([]byte{rolePing}); err != nil {
 		return Result{}, ep.serverError(fmt.Errorf("role: %w", err))
 	}
-	bulk, err := startBulk(ctx, ep, s.Bulk)
-	if err != nil {
+	if bulk, err = startBulk(ctx, ep, s.Bulk); err != nil {
 		return Result{}, err
 	}
-	defer bulk.stop()
 	msg := make([]byte, s.Size)
 	roundTrip := func(i int) error {
 		msg[0] = byte(i)
@@ -270,27 +274,31 @@ func discardBulk(st stream) error {
 }
 
 // bulkWriters are the ping's bulk streams, each written by a goroutine of
-// its own until stop.
+// its own (write, which owns its stream and closes it) until stop. The
+// goroutine that started them calls stop, and alone reads stopped and
+// stopErr; stop closes quit, and errs once every writer is done.
 type bulkWriters struct {
 	written atomic.Int64 // bytes written by all of them so far
 	quit    chan struct{}
 	wg      sync.WaitGroup
-	errs    chan error // one slot per writer
+	errs    chan error // one slot per writer: a writer's error
 	stopped bool
 	stopErr error
 }
 
-// startBulk opens n bulk streams and starts writing on each.
+// startBulk opens n bulk streams and starts writing on each. It returns
+// the writers started even with an error: the caller stops them, after
+// closing the endpoints.
 func startBulk(ctx context.Context, ep *endpoints, n int) (*bulkWriters, error) {
 	b := &bulkWriters{quit: make(chan struct{}), errs: make(chan error, n)}
 	for range n {
 		st, err := ep.openStream(ctx)
-		if err == nil {
-			_, err = st.Write([]byte{roleBulk})
-		}
 		if err != nil {
-			_ = b.stop()
-			return nil, ep.serverError(fmt.Errorf("bulk stream: %w", err))
+			return b, ep.serverError(fmt.Errorf("bulk stream: %w", err))
+		}
+		if _, err := st.Write([]byte{roleBulk}); err != nil {
+			st.Close()
+			return b, ep.serverError(fmt.Errorf("bulk stream: %w", err))
 		}
 		b.wg.Add(1)
 		go b.write(st)
