@@ -16,7 +16,8 @@
 // a ping adds "p50_ns" and "p99_ns", its round trips' median and 99th
 // percentile, and with -bulk "bulk_bytes", what its bulk streams wrote
 // meanwhile. -cpuprofile FILE writes a CPU profile of the run (both
-// hosts, their set-up included) for go tool pprof.
+// hosts, their set-up included) for go tool pprof, -trace FILE an
+// execution trace of it for go tool trace.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/braidmux/braid/libp2pmux/internal/hostbench"
@@ -52,6 +54,7 @@ type options struct {
 	spec       hostbench.Spec
 	timeout    time.Duration
 	cpuProfile string // file for a CPU profile of the run; "" for none
+	trace      string // file for an execution trace of the run; "" for none
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
@@ -78,25 +81,40 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // runProfiled runs the measurement, under a CPU profile written to
-// opts.cpuProfile if it names a file.
+// opts.cpuProfile and an execution trace written to opts.trace, where
+// they name files.
 func runProfiled(ctx context.Context, opts options) (res hostbench.Result, err error) {
-	if opts.cpuProfile == "" {
-		return hostbench.Run(ctx, opts.spec)
-	}
-	f, err := os.Create(opts.cpuProfile)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
+	if opts.cpuProfile != "" {
+		stop, err := record(opts.cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
+		if err != nil {
+			return res, err
 		}
-	}()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return res, err
+		defer func() { err = errors.Join(err, stop()) }()
 	}
-	defer pprof.StopCPUProfile()
+	if opts.trace != "" {
+		stop, err := record(opts.trace, trace.Start, trace.Stop)
+		if err != nil {
+			return res, err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	return hostbench.Run(ctx, opts.spec)
+}
+
+// record starts a recording (a CPU profile, an execution trace) into the
+// file name; stop ends it and closes the file.
+func record(name string, start func(io.Writer) error, end func()) (stop func() error, err error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		end()
+		return f.Close()
+	}, nil
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -123,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&s.Bulk, "bulk", 0, "ping: streams sending bulk data to the server throughout")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest the measurement may take")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&o.trace, "trace", "", "write an execution trace of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -80,3 +80,32 @@ func TestRealMainCPUProfile(t *testing.T) {
 		t.Errorf("unwritable profile: exit %d, stderr %q; want a failure", code, errs.String())
 	}
 }
+
+// -trace writes an execution trace of the run (go tool trace reads it;
+// its header names the Go version and "trace"), beside a CPU profile when
+// both are asked for; a file it can't create fails the run.
+func TestRealMainTrace(t *testing.T) {
+	dir := t.TempDir()
+	traceFile, profile := filepath.Join(dir, "run.trace"), filepath.Join(dir, "cpu.pprof")
+	var out, errs bytes.Buffer
+	args := []string{"-scenario", "ping", "-muxer", "braid", "-count", "20", "-size", "64", "-cpuprofile", profile, "-trace", traceFile}
+	if code := realMain(args, &out, &errs); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	b, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, _, ok := bytes.Cut(b, []byte{0}); !ok || !bytes.HasPrefix(head, []byte("go 1.")) || !bytes.HasSuffix(head, []byte(" trace")) {
+		t.Fatalf("trace of %d bytes starts %q; want a Go execution trace's header", len(b), b[:min(len(b), 16)])
+	}
+	if fi, err := os.Stat(profile); err != nil || fi.Size() == 0 {
+		t.Errorf("CPU profile beside the trace: %v, %v", fi, err)
+	}
+	errs.Reset()
+	out.Reset()
+	args = append(args[:len(args)-4], "-trace", filepath.Join(dir, "missing", "run.trace"))
+	if code := realMain(args, &out, &errs); code != exitFailure || errs.Len() == 0 {
+		t.Errorf("unwritable trace: exit %d, stderr %q; want a failure", code, errs.String())
+	}
+}
