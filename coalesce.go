@@ -634,10 +634,14 @@ func (w *writer) writeBatch() error {
 
 // complete finishes the batch written with err in d (0: not timed): its
 // by-reference frames' streams are done with them (refWritten), and a
-// write error becomes the writer's, closing the conn. Then, after a full
-// batch with nothing left queued, it yields. It takes mu.
+// write error becomes the writer's, closing the conn. Then, after a batch
+// with by-reference frames and nothing small queued behind it, the read
+// waker looks at the socket for a waiting Read (readWaker.afterBulkBatch),
+// and after a full batch with nothing left queued, it yields. It takes
+// mu.
 func (w *writer) complete(d time.Duration, err error) {
 	b := &w.b
+	bulk := len(b.refs) > 0
 	w.mu.Lock()
 	// A frame's last partial record waits in flat, or the cork holds a
 	// partial segment (corked): nothing may go before it, and no inline
@@ -664,8 +668,12 @@ func (w *writer) complete(d time.Duration, err error) {
 		w.pongWaiter = nil
 	}
 	idle := len(w.ctrl) == 0 && !w.sched.busy()
+	nothingSmall := len(w.ctrl) == 0 && w.sched.queued == 0
 	w.mu.Unlock()
-	if idle && b.size >= w.maxBatch/fullBatchDivisor {
+	// A look that yielded to the read loop let the goroutines just woken
+	// run as well.
+	yielded := bulk && err == nil && nothingSmall && w.waker.afterBulkBatch()
+	if !yielded && idle && b.size >= w.maxBatch/fullBatchDivisor {
 		// A full batch and nothing queued behind it: the writer would
 		// park now, and the goroutines it just woke (a Write whose
 		// frame it finished, a reader waiting for a window update)
@@ -837,7 +845,11 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		w.bound.minRefRoom = minRefCut + headerSize
 	}
 	if w.busyReadLoop() && w.sched.refQueued() {
-		w.bound.floor(sharedDecryptInflight, sharedDecryptMarkers)
+		floor := sharedDecryptInflight
+		if w.waker != nil {
+			floor = sharedLookInflight // the writer looks after bulk batches (readwake.go)
+		}
+		w.bound.floor(floor, sharedDecryptMarkers)
 	}
 }
 

@@ -189,8 +189,10 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 
 // TestWriterSharedDecryptBudget: while several streams send by reference
 // on a conn without writev with more than one P, the budget is at least
-// sharedDecryptInflight, marked sharedDecryptMarkers times while that
-// floor sizes it; a longer round trip's larger budget keeps
+// sharedDecryptInflight, or sharedLookInflight where the writer looks at
+// the socket after bulk batches (a read waker, readwake.go), marked
+// sharedDecryptMarkers times while that floor sizes it; a longer round
+// trip's larger budget keeps
 // markersPerBudget markers. With copied frames only, on a writev conn or
 // at one P it stays at minInflight, marked markersPerBudget times.
 func TestWriterSharedDecryptBudget(t *testing.T) {
@@ -200,17 +202,22 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		name             string
 		writev, parallel bool
 		byRef            bool
+		look             bool // the writer has a read waker
 		rtt              time.Duration
 		want, markers    int
 	}{
-		{"TLS, bulk, two Ps", false, true, true, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
-		{"TLS, bulk, two Ps, long round trip", false, true, true, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
-		{"TLS, small messages, two Ps", false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
-		{"TLS, bulk, one P", false, false, true, 10 * time.Microsecond, minInflight, markersPerBudget},
-		{"TCP, bulk, two Ps", true, true, true, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"noise, bulk, two Ps", false, true, true, false, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
+		{"TLS, bulk, two Ps", false, true, true, true, 10 * time.Microsecond, sharedLookInflight, sharedDecryptMarkers},
+		{"TLS, bulk, two Ps, long round trip", false, true, true, true, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
+		{"TLS, small messages, two Ps", false, true, false, true, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TLS, bulk, one P", false, false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, two Ps", true, true, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
 	}
 	for _, c := range cases {
 		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(c.rtt)}
+		if c.look {
+			w.waker = &readWaker{}
+		}
 		var a, b streamSend
 		if c.byRef {
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)

@@ -98,6 +98,26 @@ const (
 	// read loop hands to its writer (handoff.go); fewer of them kept the
 	// ping's p50 a quarter lower at the same bulk rate.
 	sharedDecryptMarkers = 2
+	// sharedLookInflight is sharedDecryptInflight where the writer looks
+	// at the socket after its bulk batches (readwake.go: TLS, whose TCP
+	// socket braid reaches, not noise): six 64 KiB frames, marked
+	// sharedDecryptMarkers times. Four frames were the p50 edge of issue
+	// #12's target 1 and six its bulk edge (above); the look took the
+	// reply's half of the ping's round trip off the poller's schedule,
+	// and with it six frames measured, in paired runs at GOMAXPROCS 2
+	// over TLS against four frames without the look (session 34, AMD
+	// EPYC VM): the ping beside 10 bulk streams p50 x0.897-0.927, p99
+	// x0.70-0.91, bulk x1.03-1.18 (18 of 18 pairs above; four frames
+	// with the look: p50 x0.735, bulk x0.948); beside one bulk stream
+	// p50 x0.915, bulk x1.01; at random moments beside bulk
+	// (BenchmarkPingPongSpaced) p50 x0.79, bulk x1.12; a request after a
+	// quiet transfer p50 x0.97 (its spread); one-stream bulk,
+	// notifications, 100 x 64 B and the idle ping within the pairs'
+	// spread (x0.99-1.01). Six frames without the look: p50 x1.34, bulk
+	// x1.11. Two go-libp2p hosts over TLS beside 10 bulk streams, 4
+	// alternating rounds: p50 137 against 158 µs, bulk 1,054 against
+	// 1,061 MB/s.
+	sharedLookInflight = 6 * 64 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
 	// then reads (over TLS, decrypts) what is ahead of a marker while

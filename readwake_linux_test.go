@@ -113,6 +113,73 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	require.Equal(t, "reply", string(buf[:n]))
 }
 
+// TestReadWakerAfterBulkBatch: the writer's look after a bulk batch cuts
+// the read loop's read (and yields) only when a Read waits, the read loop
+// is parked in its read and more bytes wait than a record of control
+// frames holds; the cut read returns the cut's timeout, and the next
+// reads bring the records.
+func TestReadWakerAfterBulkBatch(t *testing.T) {
+	c1, c2 := tlsPair(t)
+	cutter := newReadCutter(c1)
+	r := newReadWaker(c1, cutter, false, true)
+	require.NotNil(t, r)
+	asked := func() bool {
+		cutter.mu.Lock()
+		defer cutter.mu.Unlock()
+		return cutter.asked
+	}
+	queued := func(n int) func() bool {
+		return func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.peek.bytesQueued() >= n
+		}
+	}
+	var none *readWaker
+	require.False(t, none.afterBulkBatch())
+
+	r.parked.Store(true)
+	r.readerWaits()
+	require.False(t, r.afterBulkBatch(), "no bytes wait")
+
+	// A record of 12 bytes, as a pong's: control, not worth the wake.
+	pong := make([]byte, headerSize)
+	_, err := c2.Write(pong)
+	require.NoError(t, err)
+	require.Eventually(t, queued(headerSize+tlsRecordOverhead), 5*time.Second, time.Millisecond, "the pong's record reaches the socket")
+	require.LessOrEqual(t, headerSize+tlsRecordOverhead, controlRecordBytes)
+	require.False(t, r.afterBulkBatch(), "only a control record waits")
+	require.False(t, asked())
+
+	// A 64 B message's record after it: data for a Read, likely.
+	msg := make([]byte, headerSize+64)
+	_, err = c2.Write(msg)
+	require.NoError(t, err)
+	want := 2*tlsRecordOverhead + len(pong) + len(msg)
+	require.Eventually(t, queued(want), 5*time.Second, time.Millisecond, "the message's record reaches the socket")
+	r.readerDone()
+	require.False(t, r.afterBulkBatch(), "no Read waits")
+	r.readerWaits()
+	r.parked.Store(false)
+	require.False(t, r.afterBulkBatch(), "the read loop is not in a read")
+	r.parked.Store(true)
+	require.False(t, asked())
+	require.True(t, r.afterBulkBatch(), "a Read waits, a data record waits, the read loop is parked")
+	require.True(t, asked())
+
+	buf := make([]byte, 128)
+	n, err := c1.Read(buf)
+	require.Zero(t, n)
+	require.True(t, cutter.cleared(err), "the cut read returns the cut's timeout: %v", err)
+	got := 0
+	for got < len(pong)+len(msg) {
+		n, err = c1.Read(buf)
+		require.NoError(t, err)
+		got += n
+	}
+	require.Equal(t, len(pong)+len(msg), got)
+}
+
 // TestSocketPeekAllocates: a look at the socket allocates nothing.
 func TestSocketPeekAllocates(t *testing.T) {
 	c1, _ := tcpPair(t)

@@ -98,8 +98,15 @@ func (s tcpSocket) peeker() *socketPeek {
 
 // bytesWaiting reports whether the socket's receive queue holds bytes
 // (FIONREAD, which is TIOCINQ on Linux).
-func (p *socketPeek) bytesWaiting() bool {
-	return p.raw.Control(p.look) == nil && p.errno == 0 && p.n > 0
+func (p *socketPeek) bytesWaiting() bool { return p.bytesQueued() > 0 }
+
+// bytesQueued returns how many bytes the socket's receive queue holds, 0
+// if the look failed.
+func (p *socketPeek) bytesQueued() int {
+	if p.raw.Control(p.look) != nil || p.errno != 0 {
+		return 0
+	}
+	return int(p.n)
 }
 
 // corker returns a function that sets (on) or clears TCP_CORK on s and

@@ -27,5 +27,8 @@ func (tcpSocket) peeker() *socketPeek { return nil }
 // bytesWaiting is false: no socket is looked at here.
 func (*socketPeek) bytesWaiting() bool { return false }
 
+// bytesQueued is 0: no socket is looked at here.
+func (*socketPeek) bytesQueued() int { return 0 }
+
 // corker is nil: no socket is reached here.
 func (tcpSocket) corker() func(on bool) bool { return nil }
