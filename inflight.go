@@ -102,21 +102,24 @@ const (
 	// at the socket after its bulk batches (readwake.go: TLS, whose TCP
 	// socket braid reaches, not noise): six 64 KiB frames, marked
 	// sharedDecryptMarkers times. Four frames were the p50 edge of issue
-	// #12's target 1 and six its bulk edge (above); the look took the
+	// #12's target 1 and six its bulk edge (above); the look takes the
 	// reply's half of the ping's round trip off the poller's schedule,
-	// and with it six frames measured, in paired runs at GOMAXPROCS 2
-	// over TLS against four frames without the look (session 34, AMD
-	// EPYC VM): the ping beside 10 bulk streams p50 x0.897-0.927, p99
-	// x0.70-0.91, bulk x1.03-1.18 (18 of 18 pairs above; four frames
-	// with the look: p50 x0.735, bulk x0.948); beside one bulk stream
-	// p50 x0.915, bulk x1.01; at random moments beside bulk
-	// (BenchmarkPingPongSpaced) p50 x0.79, bulk x1.12; a request after a
-	// quiet transfer p50 x0.97 (its spread); one-stream bulk,
-	// notifications, 100 x 64 B and the idle ping within the pairs'
-	// spread (x0.99-1.01). Six frames without the look: p50 x1.34, bulk
-	// x1.11. Two go-libp2p hosts over TLS beside 10 bulk streams, 4
-	// alternating rounds: p50 137 against 158 µs, bulk 1,054 against
-	// 1,061 MB/s.
+	// and the budget turns that into bulk. Measured (session 34, AMD EPYC
+	// VM, TLS, GOMAXPROCS 2, against four frames without the look): the
+	// ping beside 10 bulk streams in paired runs bulk x1.25 and x1.27,
+	// p50 x1.07 and x1.06 (18 pairs, two sets, in a fast hour), and in
+	// two sets of 5 interleaved rounds with the others bulk 1,041 against
+	// 946 MB/s and 1,022 against 803 (go-yamux 1,058 and 1,059), p50 176
+	// against 171 µs and 188 against 194 (smux 401 and 379, coalescing
+	// off 197 and 198); four frames with the look in the second set:
+	// bulk 827, p50 158 (off 146), missing the bulk bound where six met
+	// both. Beside one bulk stream p50 x0.99, p99 x1.28, bulk x0.99;
+	// at random moments beside bulk (BenchmarkPingPongSpaced) p50 x0.90,
+	// bulk x1.10; a request after a quiet transfer p50 x1.06, within its
+	// spread; one-stream bulk, notifications, 100 x 64 B and the idle ping
+	// x0.99-1.01. Two go-libp2p hosts over TLS beside 10 bulk streams (5
+	// alternating rounds): p50 181 against 191 µs, bulk 968 against 808
+	// MB/s. Six frames without the look: p50 x1.34, bulk x1.11.
 	sharedLookInflight = 6 * 64 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
