@@ -107,7 +107,9 @@ const (
 	// and the budget turns that into bulk. Measured (session 34, AMD EPYC
 	// VM, TLS, GOMAXPROCS 2, against four frames without the look): the
 	// ping beside 10 bulk streams in paired runs bulk x1.25 and x1.27,
-	// p50 x1.07 and x1.06 (18 pairs, two sets, in a fast hour), and in
+	// p50 x1.07 and x1.06 (18 pairs, two sets, in a fast hour; in
+	// another hour a build that looked at most every 20 µs, the same
+	// against this code, bulk x1.06, p50 x0.84, p99 x0.76), and in
 	// two sets of 5 interleaved rounds with the others bulk 1,041 against
 	// 946 MB/s and 1,022 against 803 (go-yamux 1,058 and 1,059), p50 176
 	// against 171 µs and 188 against 194 (smux 401 and 379, coalescing

@@ -85,16 +85,16 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 // they name files.
 func runProfiled(ctx context.Context, opts options) (res hostbench.Result, err error) {
 	if opts.cpuProfile != "" {
-		stop, err := record(opts.cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
-		if err != nil {
-			return res, err
+		stop, rerr := record(opts.cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile)
+		if rerr != nil {
+			return res, rerr
 		}
-		defer func() { err = errors.Join(err, stop()) }()
+		defer func() { err = errors.Join(err, stop()) }() // the named result: a failed close fails the run
 	}
 	if opts.trace != "" {
-		stop, err := record(opts.trace, trace.Start, trace.Stop)
-		if err != nil {
-			return res, err
+		stop, rerr := record(opts.trace, trace.Start, trace.Stop)
+		if rerr != nil {
+			return res, rerr
 		}
 		defer func() { err = errors.Join(err, stop()) }()
 	}
