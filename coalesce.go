@@ -828,7 +828,9 @@ func (w *writer) hasWorkLocked() bool {
 // stream gets more budgets once it has sent alone for loneQuiet
 // (loneScale, loneBudgets); streams sending by reference on
 // a conn whose peer's read loop is busy (several, or one that has not
-// been alone for loneQuiet) get at least sharedDecryptInflight, marked
+// been alone for loneQuiet) get at least sharedDecryptInflight, or
+// sharedLookInflight where the writer looks at the socket after bulk
+// batches and two or more of them send by reference, marked
 // sharedDecryptMarkers times while that floor sizes it (inflight.go). mu
 // held.
 func (w *writer) sizeBudgetLocked(lone bool) {
@@ -844,12 +846,17 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if !lone {
 		w.bound.minRefRoom = minRefCut + headerSize
 	}
-	if w.busyReadLoop() && w.sched.refQueued() {
-		floor := sharedDecryptInflight
-		if w.waker != nil {
-			floor = sharedLookInflight // the writer looks after bulk batches (readwake.go)
+	if w.busyReadLoop() {
+		floor := 0
+		switch refs := w.sched.refStreams(2); {
+		case refs >= 2 && w.waker != nil:
+			floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
+		case refs >= 1:
+			floor = sharedDecryptInflight
 		}
-		w.bound.floor(floor, sharedDecryptMarkers)
+		if floor > 0 {
+			w.bound.floor(floor, sharedDecryptMarkers)
+		}
 	}
 }
 

@@ -190,7 +190,8 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 // TestWriterSharedDecryptBudget: while several streams send by reference
 // on a conn without writev with more than one P, the budget is at least
 // sharedDecryptInflight, or sharedLookInflight where the writer looks at
-// the socket after bulk batches (a read waker, readwake.go), marked
+// the socket after bulk batches (a read waker, readwake.go) and two or
+// more streams send by reference, marked
 // sharedDecryptMarkers times while that floor sizes it; a longer round
 // trip's larger budget keeps
 // markersPerBudget markers. With copied frames only, on a writev conn or
@@ -203,15 +204,17 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		writev, parallel bool
 		byRef            bool
 		look             bool // the writer has a read waker
+		oneRef           bool // only the first stream sends by reference, the other small frames
 		rtt              time.Duration
 		want, markers    int
 	}{
-		{"noise, bulk, two Ps", false, true, true, false, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
-		{"TLS, bulk, two Ps", false, true, true, true, 10 * time.Microsecond, sharedLookInflight, sharedDecryptMarkers},
-		{"TLS, bulk, two Ps, long round trip", false, true, true, true, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
-		{"TLS, small messages, two Ps", false, true, false, true, 10 * time.Microsecond, minInflight, markersPerBudget},
-		{"TLS, bulk, one P", false, false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
-		{"TCP, bulk, two Ps", true, true, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"noise, bulk, two Ps", false, true, true, false, false, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
+		{"TLS, bulk, two Ps", false, true, true, true, false, 10 * time.Microsecond, sharedLookInflight, sharedDecryptMarkers},
+		{"TLS, one bulk stream beside small frames, two Ps", false, true, true, true, true, 10 * time.Microsecond, sharedDecryptInflight, sharedDecryptMarkers},
+		{"TLS, bulk, two Ps, long round trip", false, true, true, true, false, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
+		{"TLS, small messages, two Ps", false, true, false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TLS, bulk, one P", false, false, true, false, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, two Ps", true, true, true, false, false, 10 * time.Microsecond, minInflight, markersPerBudget},
 	}
 	for _, c := range cases {
 		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(c.rtt)}
@@ -219,10 +222,14 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 			w.waker = &readWaker{}
 		}
 		var a, b streamSend
-		if c.byRef {
+		switch {
+		case c.byRef && c.oneRef:
+			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+			w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
+		case c.byRef:
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
 			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
-		} else {
+		default:
 			w.sched.push(&a, header{typ: typeData, streamID: 1, length: 1}, []byte{1})
 			w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
 		}

@@ -100,8 +100,8 @@ const (
 	sharedDecryptMarkers = 2
 	// sharedLookInflight is sharedDecryptInflight where the writer looks
 	// at the socket after its bulk batches (readwake.go: TLS, whose TCP
-	// socket braid reaches, not noise): six 64 KiB frames, marked
-	// sharedDecryptMarkers times. Four frames were the p50 edge of issue
+	// socket braid reaches, not noise) and two or more streams send by
+	// reference: six 64 KiB frames, marked sharedDecryptMarkers times. Four frames were the p50 edge of issue
 	// #12's target 1 and six its bulk edge (above); the look takes the
 	// reply's half of the ping's round trip off the poller's schedule,
 	// and the budget turns that into bulk. Measured (session 34, AMD EPYC
@@ -115,7 +115,10 @@ const (
 	// against 171 µs and 188 against 194 (smux 401 and 379, coalescing
 	// off 197 and 198); four frames with the look in the second set:
 	// bulk 827, p50 158 (off 146), missing the bulk bound where six met
-	// both. Beside one bulk stream p50 x0.99, p99 x1.28, bulk x0.99;
+	// both. Beside one bulk stream six frames measured p50 x0.99, p99
+	// x1.28, bulk x0.99, so one bulk stream beside small frames keeps
+	// four (with the look, against the code before it: p50 x0.963, p99
+	// x0.883, bulk x0.963, 8 pairs);
 	// at random moments beside bulk (BenchmarkPingPongSpaced) p50 x0.90,
 	// bulk x1.10; a request after a quiet transfer p50 x1.06, within its
 	// spread; one-stream bulk, notifications, 100 x 64 B and the idle ping

@@ -2,6 +2,7 @@ package braid
 
 import (
 	"context"
+	"crypto/tls"
 	"runtime"
 	"testing"
 	"time"
@@ -68,15 +69,7 @@ func TestReadWakerWhere(t *testing.T) {
 // socket; the cut read then returns the timeout that the cutter clears,
 // and the next read brings the bytes.
 func TestReadWakerCutsForAWaitingRead(t *testing.T) {
-	c1, c2 := tlsPair(t)
-	cutter := newReadCutter(c1)
-	r := newReadWaker(c1, cutter, false, true)
-	require.NotNil(t, r)
-	asked := func() bool {
-		cutter.mu.Lock()
-		defer cutter.mu.Unlock()
-		return cutter.asked
-	}
+	r, cutter, c1, c2, asked := wakerOverTLS(t)
 
 	r.parked.Store(true)
 	r.readerWaits()
@@ -119,15 +112,7 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 // frames holds; the cut read returns the cut's timeout, and the next
 // reads bring the records.
 func TestReadWakerAfterBulkBatch(t *testing.T) {
-	c1, c2 := tlsPair(t)
-	cutter := newReadCutter(c1)
-	r := newReadWaker(c1, cutter, false, true)
-	require.NotNil(t, r)
-	asked := func() bool {
-		cutter.mu.Lock()
-		defer cutter.mu.Unlock()
-		return cutter.asked
-	}
+	r, cutter, c1, c2, asked := wakerOverTLS(t)
 	queued := func(n int) func() bool {
 		return func() bool {
 			r.mu.Lock()
@@ -178,6 +163,23 @@ func TestReadWakerAfterBulkBatch(t *testing.T) {
 		got += n
 	}
 	require.Equal(t, len(pong)+len(msg), got)
+}
+
+// wakerOverTLS returns a read waker (at two P) over c1, one end of a TLS
+// pair, its cutter, the peer's end c2, and asked, which tells whether the
+// waker asked the cutter for a cut.
+func wakerOverTLS(t *testing.T) (r *readWaker, cutter *readCutter, c1, c2 *tls.Conn, asked func() bool) {
+	t.Helper()
+	c1, c2 = tlsPair(t)
+	cutter = newReadCutter(c1)
+	r = newReadWaker(c1, cutter, false, true)
+	require.NotNil(t, r)
+	asked = func() bool {
+		cutter.mu.Lock()
+		defer cutter.mu.Unlock()
+		return cutter.asked
+	}
+	return r, cutter, c1, c2, asked
 }
 
 // TestSocketPeekAllocates: a look at the socket allocates nothing.

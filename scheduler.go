@@ -100,13 +100,20 @@ func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
 // refQueued tells whether a stream in the ring has a by-reference write
 // queued: bulk beside whatever else sends. One look per stream in the
 // ring, per batch.
-func (sc *scheduler) refQueued() bool {
+func (sc *scheduler) refQueued() bool { return sc.refStreams(1) >= 1 }
+
+// refStreams counts the streams in the ring with a by-reference write
+// queued, up to most: it stops looking there.
+func (sc *scheduler) refStreams(most int) int {
+	n := 0
 	for _, s := range sc.ring {
 		if s.q != nil && s.q.hasRef {
-			return true
+			if n++; n >= most {
+				break
+			}
 		}
 	}
-	return false
+	return n
 }
 
 // refFits tells whether take would take a by-reference frame with room
