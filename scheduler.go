@@ -97,13 +97,9 @@ func (sc *scheduler) takeRefSwitch() bool {
 // cut, one-stream bulk over TCP measured 5 % less.
 func (sc *scheduler) cutsAtRoom() bool { return len(sc.ring) > 1 }
 
-// refQueued tells whether a stream in the ring has a by-reference write
-// queued: bulk beside whatever else sends. One look per stream in the
-// ring, per batch.
-func (sc *scheduler) refQueued() bool { return sc.refStreams(1) >= 1 }
-
 // refStreams counts the streams in the ring with a by-reference write
-// queued, up to most: it stops looking there.
+// queued (bulk), up to most: it stops looking there. At most one look per
+// stream in the ring, per batch.
 func (sc *scheduler) refStreams(most int) int {
 	n := 0
 	for _, s := range sc.ring {
