@@ -667,8 +667,8 @@ func (w *writer) complete(d time.Duration, err error) {
 		notify(w.pongWaiter) // the read loop goes on (handoff.go)
 		w.pongWaiter = nil
 	}
-	idle := len(w.ctrl) == 0 && !w.sched.busy()
-	nothingSmall := len(w.ctrl) == 0 && w.sched.queued == 0
+	nothingSmall := len(w.ctrl) == 0 && w.sched.queued == 0 // by-reference frames may wait
+	idle := nothingSmall && !w.sched.busy()                 // nothing at all waits
 	w.mu.Unlock()
 	// A look that yielded to the read loop let the goroutines just woken
 	// run as well.

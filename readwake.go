@@ -123,17 +123,31 @@ func (r *readWaker) readerDone() {
 // in-flight budget. It cuts the read loop's read when a Read waits, the
 // read loop is parked in its read, and bytes wait on the socket.
 func (r *readWaker) beforePark(boundBlocked bool) {
-	if r == nil || boundBlocked || r.readers.Load() == 0 || !r.parked.Load() {
-		return
+	if !boundBlocked {
+		r.cutIfMoreThan(0) // the read loop runs as this goroutine parks
+	}
+}
+
+// cutIfMoreThan is the waker's one look, for beforePark and
+// afterBulkBatch: when a Read waits, the read loop is parked in its read
+// and more than n bytes wait on the socket, it cuts the read loop's read
+// (the runtime makes the read loop runnable on this goroutine's P) and
+// reports true. One goroutine looks at a time; one that finds another
+// looking goes on without (TryLock). Safe on nil.
+func (r *readWaker) cutIfMoreThan(n int) bool {
+	if r == nil || r.readers.Load() == 0 || !r.parked.Load() {
+		return false
 	}
 	if !r.mu.TryLock() {
-		return // another goroutine is looking
+		return false // another goroutine is looking
 	}
-	waiting := r.peek.bytesWaiting()
+	queued := r.peek.bytesQueued()
 	r.mu.Unlock()
-	if waiting {
-		r.cutter.cut()
+	if queued <= n {
+		return false
 	}
+	r.cutter.cut()
+	return true
 }
 
 // controlRecordBytes is the most bytes a record of control frames holds
@@ -155,18 +169,9 @@ const tlsRecordOverhead = 5 + 1 + 16
 // controlRecordBytes wait on the socket; it reports whether it yielded.
 // Called by run, with no lock held.
 func (r *readWaker) afterBulkBatch() bool {
-	if r == nil || r.readers.Load() == 0 || !r.parked.Load() {
+	if !r.cutIfMoreThan(controlRecordBytes) {
 		return false
 	}
-	if !r.mu.TryLock() {
-		return false // another goroutine is looking
-	}
-	queued := r.peek.bytesQueued()
-	r.mu.Unlock()
-	if queued <= controlRecordBytes {
-		return false
-	}
-	r.cutter.cut()
 	runtime.Gosched() // the read loop, made runnable on this P, runs first
 	return true
 }

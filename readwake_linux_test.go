@@ -81,7 +81,7 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	require.Eventually(t, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.peek.bytesWaiting()
+		return r.peek.bytesQueued() > 0
 	}, 5*time.Second, time.Millisecond, "the peer's record reaches the socket")
 
 	r.beforePark(true)
@@ -187,6 +187,6 @@ func TestSocketPeekAllocates(t *testing.T) {
 	c1, _ := tcpPair(t)
 	p := socketUnder(c1).peeker()
 	require.NotNil(t, p)
-	allocs := testing.AllocsPerRun(100, func() { p.bytesWaiting() })
+	allocs := testing.AllocsPerRun(100, func() { p.bytesQueued() })
 	require.Zero(t, allocs)
 }

@@ -96,12 +96,8 @@ func (s tcpSocket) peeker() *socketPeek {
 	return p
 }
 
-// bytesWaiting reports whether the socket's receive queue holds bytes
-// (FIONREAD, which is TIOCINQ on Linux).
-func (p *socketPeek) bytesWaiting() bool { return p.bytesQueued() > 0 }
-
-// bytesQueued returns how many bytes the socket's receive queue holds, 0
-// if the look failed.
+// bytesQueued returns how many bytes the socket's receive queue holds
+// (FIONREAD, which is TIOCINQ on Linux), 0 if the look failed.
 func (p *socketPeek) bytesQueued() int {
 	if p.raw.Control(p.look) != nil || p.errno != 0 {
 		return 0

@@ -24,9 +24,6 @@ type socketPeek struct{}
 // peeker is nil: no socket is reached here.
 func (tcpSocket) peeker() *socketPeek { return nil }
 
-// bytesWaiting is false: no socket is looked at here.
-func (*socketPeek) bytesWaiting() bool { return false }
-
 // bytesQueued is 0: no socket is looked at here.
 func (*socketPeek) bytesQueued() int { return 0 }
 
