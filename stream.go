@@ -13,7 +13,7 @@ type halfState uint8
 
 const (
 	halfOpen   halfState = iota
-	halfClosed           // write: FIN sent; read: FIN received
+	halfClosed           // write: CloseWrite began (its FIN is queued once Stream.finQueued); read: FIN received
 	halfLocal            // read only: CloseRead called, incoming bytes are dropped
 	halfReset            // reset by either side, or the session ended
 )
@@ -45,6 +45,7 @@ type Stream struct {
 	needACK    bool // accepted stream whose ACK is not sent yet
 	unacked    bool // opened by us, the peer has not ACKed yet
 	removed    bool // no longer in the session's stream table
+	finQueued  bool // CloseWrite queued the FIN (or failed to): the write side is done, and the stream may leave the table (maybeRemove)
 	// (The bools sit together so that a Stream keeps its 416-byte size class.)
 	readErr  error // why reads fail once readState is halfReset
 	writeErr error // why writes fail once writeState is halfReset; also set by a reset after CloseWrite began (resetLocked), for writeFailure
@@ -595,6 +596,9 @@ func (s *Stream) CloseWrite() error {
 	s.writeDeadline.stop()
 	// The FIN travels with the data frames, so it never overtakes them.
 	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
+	s.mu.Lock()
+	s.finQueued = true
+	s.mu.Unlock()
 	s.maybeRemove()
 	if err != nil {
 		return s.writeFailure(err) // a reset meanwhile (resetLocked) or the session's end
@@ -642,11 +646,12 @@ func (s *Stream) Reset() error { return s.ResetWithError(0) }
 // code (yamux carries it in the RST frame; mplex can't carry a code, so
 // there the peer sees 0). Pending and later calls return a *StreamError
 // with Remote false; the peer's return one with Remote true. Resetting a
-// stream that is already reset, or whose both directions have ended (FIN
-// sent and FIN received), does nothing.
+// stream that is already reset, or whose both directions have ended (the
+// peer's FIN received, and CloseWrite's FIN queued), does nothing; a
+// Reset while CloseWrite waits behind a Write fails both.
 func (s *Stream) ResetWithError(code uint32) error {
 	s.mu.Lock()
-	if s.readState != halfOpen && s.readState != halfLocal && s.writeState != halfOpen {
+	if s.readState != halfOpen && s.readState != halfLocal && s.writeDoneLocked() {
 		s.mu.Unlock()
 		return nil
 	}
@@ -686,11 +691,21 @@ func (s *Stream) resetLocked(err error) {
 	notify(s.roomWait)
 }
 
+// writeDoneLocked tells whether the write direction is done: reset, or its
+// FIN queued. Not merely CloseWrite begun (halfClosed): its FIN may still
+// wait behind a Write's frames, and until it is queued the peer's RST
+// must find the stream, to fail them (a stream taken out of the table
+// then, by the read loop's look after the peer's FIN, dropped the RST,
+// and CloseWrite returned nil on a stream the peer had reset). mu held.
+func (s *Stream) writeDoneLocked() bool {
+	return s.writeState == halfReset || s.finQueued
+}
+
 // maybeRemove takes the stream out of the session once both directions are
 // done.
 func (s *Stream) maybeRemove() {
 	s.mu.Lock()
-	done := !s.removed && s.readState != halfOpen && s.writeState != halfOpen
+	done := !s.removed && s.readState != halfOpen && s.writeDoneLocked()
 	if done {
 		s.removed = true
 	}

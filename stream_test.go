@@ -616,10 +616,18 @@ func TestCloseInterruptsRead(t *testing.T) {
 // frame the writer is still writing, when the peer (whose FIN came
 // first) resets the stream, returns the peer's reset, a *StreamError, and
 // so does the Write: not an error matching ErrSessionClosed on a session
-// that is up. (Not in a synctest bubble: CloseWrite waits on a mutex,
-// which synctest does not count as blocked; the steps are sequenced on
-// the stream's state instead.)
+// that is up. The stream stays in the table until its FIN is queued, so
+// the RST finds it, even when a look at removal comes meanwhile: the read
+// loop's after the peer's FIN, if it runs that late (a flake under load),
+// or a CloseRead's (made to happen here). (Not in a synctest bubble:
+// CloseWrite waits on a mutex, which synctest does not count as blocked;
+// the steps are sequenced on the stream's state instead.)
 func TestCloseWriteRacingPeerReset(t *testing.T) {
+	t.Run("reset", func(t *testing.T) { testCloseWriteRacingPeerReset(t, false) })
+	t.Run("closeRead-then-reset", func(t *testing.T) { testCloseWriteRacingPeerReset(t, true) })
+}
+
+func testCloseWriteRacingPeerReset(t *testing.T, closeRead bool) {
 	c1, c2 := tcpPair(t)
 	g := &gatedConn{Conn: c1}
 	client, server := sessionPairOver(t, g, c2, nil)
@@ -663,6 +671,10 @@ func TestCloseWriteRacingPeerReset(t *testing.T) {
 		}
 	}
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), 5*time.Second, time.Millisecond, "CloseWrite began")
+	if closeRead {
+		require.NoError(t, a.CloseRead())
+		require.True(t, state(func() bool { return !a.removed })(), "the stream stays in the table while its FIN waits")
+	}
 	require.NoError(t, b.Reset())
 	require.Eventually(t, state(func() bool { return a.writeErr != nil }), 5*time.Second, time.Millisecond, "the peer's reset came")
 	g.release()
@@ -723,10 +735,11 @@ func TestCloseAfterPeerResetReports(t *testing.T) {
 }
 
 // TestWriteDeadlineAfterRemoval: a Write waiting in the writer's queue
-// when CloseWrite is called, and then the peer's FIN takes the stream out
-// of the session, still returns at its write deadline. Before, the removal
-// stopped the deadline's timer, and the Write waited until the conn took
-// its bytes. Both ways a large Write waits: copied, waiting for queue
+// when CloseWrite is called, and then the peer's FIN comes, still returns
+// at its write deadline. Before, the FIN took the stream out of the
+// session, the removal stopped the deadline's timer, and the Write waited
+// until the conn took its bytes; the stream now stays in the table until
+// CloseWrite has queued its FIN (writeDoneLocked), and leaves then. Both ways a large Write waits: copied, waiting for queue
 // room (its deadline was near when it began: writer.blockingWriteAllowed), and by
 // reference (the deadline was set while it waited).
 func TestWriteDeadlineAfterRemoval(t *testing.T) {
@@ -785,8 +798,9 @@ func testWriteDeadlineAfterRemoval(t *testing.T, size int, setBeforeIt bool) {
 	}
 	go a.CloseWrite() //nolint:errcheck // waits for the Write
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), time.Second, time.Millisecond)
-	require.NoError(t, b.CloseWrite()) // the peer's FIN: a leaves the session
-	require.Eventually(t, state(func() bool { return a.removed }), time.Second, time.Millisecond)
+	require.NoError(t, b.CloseWrite()) // the peer's FIN
+	require.Eventually(t, state(func() bool { return a.readState == halfClosed }), time.Second, time.Millisecond)
+	require.True(t, state(func() bool { return !a.removed })(), "a stays in the session while its FIN waits")
 	select {
 	case err := <-werr:
 		if err != nil { // nil: the rest was copied into the queue at the deadline
@@ -796,6 +810,8 @@ func testWriteDeadlineAfterRemoval(t *testing.T, size int, setBeforeIt bool) {
 		gc.release()
 		t.Fatalf("Write still blocked %v after its %v deadline; once the conn let it through: %v", 10*deadline, deadline, <-werr)
 	}
+	gc.release()
+	require.Eventually(t, state(func() bool { return a.removed }), time.Second, time.Millisecond, "a leaves the session once its FIN is queued")
 }
 
 // TestZeroLengthWriteReportsState: a zero-length Write writes nothing and
