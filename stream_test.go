@@ -621,13 +621,32 @@ func TestCloseInterruptsRead(t *testing.T) {
 // loop's after the peer's FIN, if it runs that late (a flake under load),
 // or a CloseRead's (made to happen here). (Not in a synctest bubble:
 // CloseWrite waits on a mutex, which synctest does not count as blocked;
-// the steps are sequenced on the stream's state instead.)
+// the steps are sequenced on the stream's state instead.) A Reset of our
+// own then is no no-op (the FIN is not queued yet): the peer reads the
+// reset, not the rest of the Write and an EOF.
 func TestCloseWriteRacingPeerReset(t *testing.T) {
-	t.Run("reset", func(t *testing.T) { testCloseWriteRacingPeerReset(t, false) })
-	t.Run("closeRead-then-reset", func(t *testing.T) { testCloseWriteRacingPeerReset(t, true) })
+	for _, c := range []struct {
+		name string
+		then racingReset
+	}{
+		{"peer-reset", peerReset},
+		{"closeRead-then-peer-reset", closeReadThenPeerReset},
+		{"local-reset", localReset},
+	} {
+		t.Run(c.name, func(t *testing.T) { testCloseWriteRacingPeerReset(t, c.then) })
+	}
 }
 
-func testCloseWriteRacingPeerReset(t *testing.T, closeRead bool) {
+// racingReset is what happens while CloseWrite waits behind a Write.
+type racingReset int
+
+const (
+	peerReset racingReset = iota
+	closeReadThenPeerReset
+	localReset
+)
+
+func testCloseWriteRacingPeerReset(t *testing.T, then racingReset) {
 	c1, c2 := tcpPair(t)
 	g := &gatedConn{Conn: c1}
 	client, server := sessionPairOver(t, g, c2, nil)
@@ -671,7 +690,20 @@ func testCloseWriteRacingPeerReset(t *testing.T, closeRead bool) {
 		}
 	}
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), 5*time.Second, time.Millisecond, "CloseWrite began")
-	if closeRead {
+	if then == localReset {
+		require.NoError(t, a.Reset())
+		g.release()
+		err := errWithin(t, closec, "CloseWrite")
+		require.NotErrorIs(t, err, ErrSessionClosed, "the session is up")
+		_, err = io.Copy(io.Discard, b)
+		var se *StreamError
+		require.ErrorAs(t, err, &se, "the peer reads the reset (nil: the Write's rest and the FIN came)")
+		require.True(t, se.Remote)
+		require.NotErrorIs(t, err, io.EOF)
+		errWithin(t, writec, "Write") //nolint:errcheck // nil or the reset: its frame may have been out before it
+		return
+	}
+	if then == closeReadThenPeerReset {
 		require.NoError(t, a.CloseRead())
 		require.True(t, state(func() bool { return !a.removed })(), "the stream stays in the table while its FIN waits")
 	}
