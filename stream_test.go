@@ -622,8 +622,8 @@ func TestCloseInterruptsRead(t *testing.T) {
 // or a CloseRead's (made to happen here). (Not in a synctest bubble:
 // CloseWrite waits on a mutex, which synctest does not count as blocked;
 // the steps are sequenced on the stream's state instead.) A Reset of our
-// own then is no no-op (the FIN is not queued yet): the peer reads the
-// reset, not the rest of the Write and an EOF.
+// own then is not a no-op (the FIN is not queued yet): CloseWrite returns
+// our reset, and the peer reads it, not the rest of the Write and an EOF.
 func TestCloseWriteRacingPeerReset(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -694,9 +694,10 @@ func testCloseWriteRacingPeerReset(t *testing.T, then racingReset) {
 		require.NoError(t, a.Reset())
 		g.release()
 		err := errWithin(t, closec, "CloseWrite")
-		require.NotErrorIs(t, err, ErrSessionClosed, "the session is up")
-		_, err = io.Copy(io.Discard, b)
 		var se *StreamError
+		require.ErrorAs(t, err, &se, "CloseWrite's error: our reset")
+		require.False(t, se.Remote)
+		_, err = io.Copy(io.Discard, b)
 		require.ErrorAs(t, err, &se, "the peer reads the reset (nil: the Write's rest and the FIN came)")
 		require.True(t, se.Remote)
 		require.NotErrorIs(t, err, io.EOF)
@@ -771,9 +772,10 @@ func TestCloseAfterPeerResetReports(t *testing.T) {
 // at its write deadline. Before, the FIN took the stream out of the
 // session, the removal stopped the deadline's timer, and the Write waited
 // until the conn took its bytes; the stream now stays in the table until
-// CloseWrite has queued its FIN (writeDoneLocked), and leaves then. Both ways a large Write waits: copied, waiting for queue
-// room (its deadline was near when it began: writer.blockingWriteAllowed), and by
-// reference (the deadline was set while it waited).
+// CloseWrite has queued its FIN (writeDoneLocked), and leaves then. Both
+// ways a large Write waits: copied, waiting for queue room (its deadline
+// was near when it began: writer.blockingWriteAllowed), and by reference
+// (the deadline was set while it waited).
 func TestWriteDeadlineAfterRemoval(t *testing.T) {
 	for _, c := range []struct {
 		name        string
