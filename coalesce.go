@@ -155,8 +155,12 @@ type writer struct {
 	// The lone budgets' quiet (loneScale): shared is set while the budget
 	// is sized with more than one stream in the ring; the next lone sizing
 	// clears it and sets loneAfter, when the quiet ends (zero: no quiet).
-	shared      bool
-	loneAfter   time.Time
+	shared    bool
+	loneAfter time.Time
+	// sharedLook: the last sizing found several streams sending by
+	// reference where the writer looks after its bulk batches
+	// (sizeBudgetLocked): their batches are bound to sharedLookBatch.
+	sharedLook  bool
 	inlineState           // a stream's own write of a frame (inline.go)
 	rate        writeRate // how fast the conn takes large writes (writerate.go)
 
@@ -500,6 +504,9 @@ func (w *writer) takeLocked() {
 	if r := w.bound.refRoom(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.copyRoom()))
+	}
+	if w.sharedLook {
+		refLimit = min(refLimit, sharedLookBatch)
 	}
 	if b.data == nil && w.sched.queued > 0 {
 		// take copies at most what is queued: the buffer never grows.
@@ -846,11 +853,13 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if !lone {
 		w.bound.minRefRoom = minRefCut + headerSize
 	}
+	w.sharedLook = false
 	if w.busyReadLoop() {
 		floor := 0
 		switch refs := w.sched.refStreams(2); {
 		case refs >= 2 && w.waker != nil:
 			floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
+			w.sharedLook = true
 		case refs >= 1:
 			floor = sharedDecryptInflight
 		}

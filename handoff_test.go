@@ -195,7 +195,10 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 // sharedDecryptMarkers times while that floor sizes it; a longer round
 // trip's larger budget keeps
 // markersPerBudget markers. With copied frames only, on a writev conn or
-// at one P it stays at minInflight, marked markersPerBudget times.
+// at one P it stays at minInflight, marked markersPerBudget times. Where
+// the writer looks after bulk batches and two or more streams send by
+// reference, a batch takes sharedLookBatch bytes of them (a 64 KiB frame
+// is cut there); elsewhere the first 64 KiB frame goes whole.
 func TestWriterSharedDecryptBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	const longRTT = 2 * time.Millisecond // 2.5 MB at inflightRate, past the floor
@@ -237,6 +240,14 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		require.Equal(t, c.want, w.bound.budget, c.name)
 		require.False(t, w.bound.took(c.want/c.markers-1), "%s: less than a marker's share sent, no marker due", c.name)
 		require.True(t, w.bound.took(1), "%s: a marker after every 1/%d of the budget", c.name, c.markers)
+		if c.byRef && !c.oneRef {
+			w.takeLocked()
+			if c.look && c.parallel && !c.writev {
+				require.Equal(t, sharedLookBatch, w.b.size, "%s: a 64 KiB frame cut at sharedLookBatch where the writer looks", c.name)
+			} else {
+				require.Greater(t, w.b.size, len(payload), "%s: the first 64 KiB frame whole", c.name)
+			}
+		}
 		w.stopMarkerTimer()
 	}
 }

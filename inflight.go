@@ -126,6 +126,30 @@ const (
 	// alternating rounds): p50 181 against 191 µs, bulk 968 against 808
 	// MB/s. Six frames without the look: p50 x1.34, bulk x1.11.
 	sharedLookInflight = 6 * 64 * 1024
+	// sharedLookBatch bounds a batch's bytes of by-reference frames where
+	// sharedLookInflight applies (several streams send by reference, and
+	// the writer looks at the socket after its bulk batches): three whole
+	// TLS records, a 64 KiB frame cut there. With the look a small
+	// message's round trip beside the bulk goes batch by batch: the
+	// request waits for the batch being written to end, the reply is
+	// read after a batch (the look), and the next request goes with the
+	// batch after it; a smaller batch is a shorter step. Measured
+	// (session 35, AMD EPYC VM, TLS, GOMAXPROCS 2, paired runs against
+	// 64 KiB batches, 6 pairs each): the ping beside 10 bulk streams p50
+	// x0.517, p99 x0.673, bulk x0.857; at random moments beside them
+	// (BenchmarkPingPongSpaced) p50 x0.688, p99 x0.791, bulk x0.984; two
+	// go-libp2p hosts over TLS beside 10 bulk streams (4 alternating
+	// rounds) p50 126-134 against 195-204 µs, bulk 868-918 against
+	// 903-975 MB/s. Against 48 KiB: 32 KiB p50 x0.90, p99 x1.21, bulk
+	// x0.95; 40 KiB (two and a half records) p50 x1.14, p99 x1.19, bulk
+	// x0.98; 56 KiB p50 x1.03, p99 x1.09, bulk x1.04; 48 KiB with eight
+	// frames in flight bulk x0.94, p50 x1.03. In 4 interleaved rounds with
+	// the others it met target 1 (p50 at most 0.5x the best other's, bulk
+	// at least 0.8x) in 3 (0.54x hashicorp/yamux's p50 in the fourth,
+	// bulk 0.81-0.93x), where 64 KiB met it in none (p50 0.50-0.89x).
+	// Without the look (noise), or with one bulk stream, batches are
+	// not bound here: nothing reads the reply at a batch's end.
+	sharedLookBatch = 48 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
 	// then reads (over TLS, decrypts) what is ahead of a marker while
