@@ -140,7 +140,8 @@ const (
 	// (BenchmarkPingPongSpaced) p50 x0.688, p99 x0.791, bulk x0.984; two
 	// go-libp2p hosts over TLS beside 10 bulk streams (4 alternating
 	// rounds) p50 126-134 against 195-204 µs, bulk 868-918 against
-	// 903-975 MB/s. Against 48 KiB: 32 KiB p50 x0.90, p99 x1.21, bulk
+	// 903-975 MB/s (in a slower hour, runs of 2,000 round trips: p50
+	// 119-124 against 167-177 µs, bulk 568-618 against 743-798). Against 48 KiB: 32 KiB p50 x0.90, p99 x1.21, bulk
 	// x0.95; 40 KiB (two and a half records) p50 x1.14, p99 x1.19, bulk
 	// x0.98; 56 KiB p50 x1.03, p99 x1.09, bulk x1.04; 48 KiB with eight
 	// frames in flight bulk x0.94, p50 x1.03. In 4 interleaved rounds with
