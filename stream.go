@@ -691,14 +691,17 @@ func (s *Stream) resetLocked(err error) {
 	notify(s.roomWait)
 }
 
-// writeDoneLocked tells whether the write direction is done: reset, or its
-// FIN queued. Not merely CloseWrite begun (halfClosed): its FIN may still
-// wait behind a Write's frames, and until it is queued the peer's RST
-// must find the stream, to fail them (a stream taken out of the table
-// then, by the read loop's look after the peer's FIN, dropped the RST,
-// and CloseWrite returned nil on a stream the peer had reset). mu held.
+// writeDoneLocked tells whether the write direction is done: reset or
+// failed (writeErr, which only a reset or the session's end sets, also
+// after CloseWrite began: resetLocked), or its FIN queued. Not merely
+// CloseWrite begun (halfClosed): its FIN may still wait behind a Write's
+// frames, and until it is queued the peer's RST must find the stream, to
+// fail them (a stream taken out of the table then, by the read loop's
+// look after the peer's FIN, dropped the RST, and CloseWrite returned nil
+// on a stream the peer had reset); and once either side reset it, a
+// Reset of ours has nothing more to send. mu held.
 func (s *Stream) writeDoneLocked() bool {
-	return s.writeState == halfReset || s.finQueued
+	return s.writeState == halfReset || s.writeErr != nil || s.finQueued
 }
 
 // maybeRemove takes the stream out of the session once both directions are

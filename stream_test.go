@@ -692,6 +692,14 @@ func testCloseWriteRacingPeerReset(t *testing.T, then racingReset) {
 	require.Eventually(t, state(func() bool { return a.writeState == halfClosed }), 5*time.Second, time.Millisecond, "CloseWrite began")
 	if then == localReset {
 		require.NoError(t, a.Reset())
+		ctrlLen := func() int {
+			client.w.mu.Lock()
+			defer client.w.mu.Unlock()
+			return len(client.w.ctrl)
+		}
+		queued := ctrlLen() // the writer is at the gate: the RST waits in the control queue
+		require.NoError(t, a.Reset())
+		require.Equal(t, queued, ctrlLen(), "a second Reset queues no second RST")
 		g.release()
 		err := errWithin(t, closec, "CloseWrite")
 		var se *StreamError
