@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // writeHTML writes the report as one self-contained HTML file: inline CSS
@@ -48,10 +50,34 @@ func writeHTML(w io.Writer, rep *report) error {
 	}
 	return htmlPage().Execute(w, htmlData{
 		Rep: rep, Date: rep.Machine.Date.Format(time.RFC1123), Took: rep.Duration.Round(time.Second).String(),
-		Legend: legend, Sections: hs, Text: text.String(),
+		Legend: legend, Sections: hs, Text: text.String(), TextFont: textFont(text.String()),
 		Verdict: vr, Won: won, Lost: lost, Overlap: overlap, Unmeasured: un, Tie: fmt.Sprintf("%.0f %%", 100*tieTolerance),
 		BestOthers: strings.Join(bestOthers(), ", "),
 	})
+}
+
+// The text block is set in textFontMax px, or smaller where its longest
+// line would not fit textRoom px: the room right of the body's left edge
+// in a laptop's 1280 px window ((1280-960)/2 px of it lie left of the
+// 960 px body), less a margin. A monospace character is about
+// monoCharEm of the font wide (DejaVu Sans Mono and Liberation Mono:
+// 0.60), and the block's padding is an em each side. A line is never set
+// below textFontMin px; that takes more than 280 characters.
+const (
+	textFontMax = 10.0
+	textFontMin = 6.0
+	textRoom    = 1080.0
+	monoCharEm  = 0.62
+)
+
+// textFont is the text block's font-size for text.
+func textFont(text string) template.CSS {
+	longest := 0
+	for _, l := range strings.Split(text, "\n") {
+		longest = max(longest, utf8.RuneCountInString(l))
+	}
+	size := min(textFontMax, max(textFontMin, textRoom/(monoCharEm*float64(longest)+2)))
+	return template.CSS(fmt.Sprintf("%.1fpx", math.Floor(size*10)/10))
 }
 
 type htmlData struct {
@@ -61,6 +87,7 @@ type htmlData struct {
 	Legend                         []htmlLegend
 	Sections                       []htmlSection
 	Text                           string
+	TextFont                       template.CSS // the text block's font-size
 	Verdict                        []htmlVerdict
 	Won, Lost, Overlap, Unmeasured int
 	Tie, BestOthers                string
@@ -426,7 +453,7 @@ pre.text{font-size:10px;background:#f7f7f7;padding:1em;width:max-content;min-wid
 {{range .Charts}}{{.}}
 {{end}}</details></section>
 {{end}}<section id="figures"><details><summary><h2>All figures (text)</h2></summary>
-<pre class="text">{{.Text}}</pre>
+<pre class="text" style="font-size:{{.TextFont}}">{{.Text}}</pre>
 </details></section>
 </body></html>
 `

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // cellWith is a cell of workload w with metric m and the given medians by
@@ -480,6 +481,60 @@ func TestNotifyRatiosPairTransports(t *testing.T) {
 	for i, want := range []struct{ transport, ratio string }{{"tcp", "braid 2.0"}, {"tls", "braid 8.0"}} {
 		if l := lines[1+i]; !strings.Contains(l, want.transport) || !strings.Contains(l, want.ratio) {
 			t.Errorf("line %q: want %s and %s", l, want.transport, want.ratio)
+		}
+	}
+}
+
+// TestVerdictTextWidth: the verdict's text stays within textWidth, so
+// that the HTML page shows it whole, even where braid misses every
+// condition of every target by a wide margin or failed with a long
+// reason. Its rows wrap the target and the result; the default plan's
+// workload names are the longest.
+func TestVerdictTextWidth(t *testing.T) {
+	for _, quick := range []bool{true, false} {
+		opts := testOptions(t)
+		opts.Links, opts.CPUs = linkNames(), []int{1, 2, 4}
+		if !quick {
+			opts.Quick, opts.Plan = false, defaultPlan()
+		}
+		rep := &report{Options: opts, Contenders: selectEntries(nil), Complete: true}
+		fillSynthetic(rep)
+		for i := range rep.Cells {
+			c := &rep.Cells[i]
+			for j := range c.Results {
+				r := &c.Results[j]
+				if r.Contender != "braid" || r.NotApplicable != "" {
+					continue
+				}
+				if i%3 == 0 {
+					r.Samples, r.Failed = nil, "timed out after 20s: "+strings.Repeat("a long reason that goes on ", 8)
+					continue
+				}
+				for _, s := range r.Samples {
+					for _, m := range c.Metrics {
+						if m.Higher {
+							s[m.Key] /= 1234.5
+						} else {
+							s[m.Key] *= 1234.5
+						}
+					}
+				}
+			}
+		}
+		summarize(rep)
+		var text bytes.Buffer
+		writeVerdict(&text, buildVerdict(rep))
+		lost := 0
+		for _, l := range strings.Split(text.String(), "\n") {
+			if n := utf8.RuneCountInString(l); n > textWidth {
+				t.Errorf("quick %v: verdict line of %d characters, more than %d:\n%s", quick, n, textWidth, l)
+			}
+			if strings.Contains(l, "LOST: ") {
+				lost++
+			}
+		}
+		if lost == 0 {
+			t.Errorf("quick %v: braid lost nothing; the test's figures do not exercise the widest rows", quick)
 		}
 	}
 }

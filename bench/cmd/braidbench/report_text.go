@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // The published figures the notification scenario is compared with:
@@ -132,10 +133,86 @@ func writeVerdict(w io.Writer, rows []verdictRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tbraid\txyamux\txtcp\ttarget [source]\tresult")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s [%s]\t%s: %s\n", r.Workload, r.Braid,
-			fmtRatio(r.VsYamux), fmtRatio(r.VsRaw), r.Target, r.Source, strings.ToUpper(string(r.Status)), r.Detail)
+		// The target and the result go on as many lines as they need, so
+		// that a row with every condition missed stays within textWidth.
+		target := wrapClauses(r.Target+" ["+r.Source+"]", verdictTargetWidth, ", ")
+		result := wrapClauses(strings.ToUpper(string(r.Status))+": "+r.Detail, verdictResultWidth, "; ", ", ")
+		for i := 0; i < max(len(target), len(result)); i++ {
+			var t, res string
+			if i < len(target) {
+				t = target[i]
+			}
+			if i < len(result) {
+				res = result[i]
+			}
+			if i == 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Braid, fmtRatio(r.VsYamux), fmtRatio(r.VsRaw), t, res)
+			} else {
+				fmt.Fprintf(tw, "\t\t\t\t%s\t%s\n", t, res)
+			}
+		}
 	}
 	tw.Flush()
+}
+
+// The verdict's target and result columns wrap at these widths, in
+// characters: the widest workload, braid and ratio columns take about 85
+// of textWidth, and the longest target ("≤ 1x braid-nocoalesce [#12.1,
+// hosts]") and result clause fit whole.
+const (
+	verdictTargetWidth = 36
+	verdictResultWidth = 34
+)
+
+// wrapClauses packs the clauses of s, split after each of seps, into
+// lines of at most n characters, breaking a longer clause between words.
+func wrapClauses(s string, n int, seps ...string) []string {
+	clauses := []string{s}
+	for _, sep := range seps {
+		var split []string
+		for _, c := range clauses {
+			split = append(split, strings.SplitAfter(c, sep)...)
+		}
+		clauses = split
+	}
+	var lines []string
+	line := ""
+	for _, c := range clauses {
+		c = strings.TrimRight(c, " ")
+		switch {
+		case line == "":
+			line = c
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(c) <= n:
+			line += " " + c
+		default:
+			lines = append(lines, line)
+			line = c
+		}
+		for utf8.RuneCountInString(line) > n {
+			cut := wrapRunes(line, n)
+			lines = append(lines, line[:cut])
+			line = strings.TrimLeft(line[cut:], " ")
+		}
+	}
+	return append(lines, line)
+}
+
+// wrapRunes is the byte index where a line of more than n characters
+// breaks: the last space within its first n characters, or the n-th
+// character if there is none.
+func wrapRunes(s string, n int) int {
+	end := len(s)
+	for i := range s {
+		if n == 0 {
+			end = i
+			break
+		}
+		n--
+	}
+	if i := strings.LastIndex(s[:end], " "); i > 0 {
+		return i
+	}
+	return end
 }
 
 // betterArrow says which way is better.
