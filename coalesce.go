@@ -153,10 +153,14 @@ type writer struct {
 	spareCtrl  []byte        // buffer swapped with ctrl per batch
 	bound      inflight      // the connection-level in-flight bound
 	// The lone budgets' quiet (loneScale): shared is set while the budget
-	// is sized with more than one stream in the ring; the next lone sizing
-	// clears it and sets loneAfter, when the quiet ends (zero: no quiet).
+	// is sized with more than one stream in the ring and a copied (small)
+	// frame among them; the next sizing without one clears it and sets
+	// loneAfter, when the quiet ends (zero: no quiet). several: the last
+	// sizing had more than one stream sending (the ring, or another
+	// stream's by-reference frames since the sizing before).
 	shared    bool
 	loneAfter time.Time
+	several   bool
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
@@ -885,8 +889,10 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 // ping-pong, one-stream bulk). mu held.
 func (w *writer) loneScale(lone bool) (scale, markers int) {
 	switched := w.sched.takeRefSwitch()
+	copied := w.sched.takeCopied()
+	w.several = !lone || switched
 	switch {
-	case !lone || switched:
+	case w.several && copied:
 		w.shared = true
 		return 1, 0
 	case w.shared:
@@ -909,7 +915,7 @@ func (w *writer) loneScale(lone bool) (scale, markers int) {
 // bound) is never sized, and never alone. Its batches are not corked
 // (cork.go). mu held.
 func (w *writer) aloneLocked() bool {
-	return w.path != nil && !w.shared && w.loneAfter.IsZero()
+	return w.path != nil && !w.shared && w.loneAfter.IsZero() && !w.several
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for

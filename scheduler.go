@@ -27,6 +27,7 @@ type scheduler struct {
 	lastRef     int
 	refStream   uint32
 	refSwitched bool
+	copied      bool // a copied frame was queued or written since takeCopied
 	ring        []*streamSend
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
@@ -87,6 +88,16 @@ func (sc *scheduler) takeRefSwitch() bool {
 	switched := sc.refSwitched
 	sc.refSwitched = false
 	return switched
+}
+
+// takeCopied tells whether a copied (small) data frame was queued (push)
+// or written inline in the writer's stead (writer.sendSmall) since the
+// last call, and clears it: the lone budgets' quiet (writer.loneScale)
+// restarts on one while several streams send.
+func (sc *scheduler) takeCopied() bool {
+	copied := sc.copied
+	sc.copied = false
+	return copied
 }
 
 // cutsAtRoom tells whether take cuts a by-reference frame at the
@@ -182,6 +193,7 @@ func (sc *scheduler) add(s *streamSend) {
 // more payload of its last queued frame when it can (sendQueue.extend),
 // up to mergeLimit.
 func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
+	sc.copied = true
 	sc.add(s)
 	if sc.merge && s.q.extend(sc.codec, h, payload, sc.mergeLimit()) {
 		sc.queued += len(payload)

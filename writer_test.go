@@ -472,7 +472,7 @@ func TestWriterWaitsForACutSizedRoom(t *testing.T) {
 // frame was sized, and for frames larger than loneSmallFrame, one budget
 // (no floor: see loneParallelScale); for small frames loneParallelScale
 // with more than one P and loneSerialScale with one; and the budget is
-// back to one once a second stream sends.
+// back to one once a second stream sends a small frame.
 func TestWriterLoneParallelBudget(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, parallel := range []bool{true, false} {
@@ -488,6 +488,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		require.Equal(t, want, w.bound.budget, "a lone stream's budget, parallel %v", parallel)
 		require.Equal(t, every, w.bound.markerEvery(), "a lone stream's marker spacing, parallel %v", parallel)
 		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+		w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1}) // and a small frame (TestWriterSeveralBulkStreams)
 		require.True(t, w.hasWorkLocked())
 		want, every = minInflight, minInflight/markersPerBudget
 		if parallel {
@@ -524,17 +525,17 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 			} else {
 				require.Equal(t, minInflight, w.bound.budget, "large frames: each lent")
 			}
-			w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+			w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
 			require.True(t, w.hasWorkLocked())
-			require.Equal(t, minInflight, w.bound.budget, "writev %v, two streams, parallel %v", writev, parallel)
+			require.Equal(t, minInflight, w.bound.budget, "writev %v, another stream's small frame, parallel %v", writev, parallel)
 			w.stopMarkerTimer()
 		}
 	}
 }
 
 // TestWriterLoneAfterQuiet: a stream gets the lone budgets only once it
-// has sent alone for loneQuiet. Right after another stream's frames were
-// in the ring (a request beside a transfer, a ping-pong) it keeps one
+// has sent alone for loneQuiet. Right after another stream's small frames
+// were in the ring (a request beside a transfer, a ping-pong) it keeps one
 // budget, which is what the other stream's next small frame waits
 // behind (on a conn without writev, sharedDecryptInflight, as beside
 // other bulk streams); a session where no other stream ever sent starts
@@ -545,9 +546,9 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: true}
 		var a, b streamSend
 		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
-		w.sched.pushRef(&b, header{typ: typeData, streamID: 3}, payload)
+		w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
 		require.True(t, w.hasWorkLocked())
-		require.True(t, w.shared, "two streams in the ring: the quiet starts over")
+		require.True(t, w.shared, "another stream's small frame in the ring: the quiet starts over")
 		require.False(t, w.aloneLocked(), "two streams in the ring: not alone")
 
 		// Both were written; c now sends alone.
@@ -580,11 +581,13 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 	}
 }
 
-// TestWriterLoneTakesTurns: streams that send by reference in turn, each
-// alone in the ring at its turn (written inline, as at one P), do not get
-// the lone budgets: another stream's frame restarts the quiet, however
-// long ago it began. One stream that then sends alone gets them once the
-// quiet is over.
+// TestWriterLoneTakesTurns: streams that send in turn, each alone in the
+// ring at its turn (written inline, as at one P), do not get the lone
+// budgets while small frames come between their bulk frames: another
+// stream's frame with a small one since the last sizing restarts the
+// quiet, however long ago it began. Bulk frames alone taking turns keep
+// them (TestWriterSeveralBulkStreams). One stream that then sends alone
+// gets them once the quiet is over.
 func TestWriterLoneTakesTurns(t *testing.T) {
 	for _, parallel := range []bool{true, false} {
 		w := &writer{codec: yamuxCodec{}, writev: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
@@ -599,8 +602,9 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 		for i, id := range []uint32{b, a, b, a} {
 			w.loneAfter = time.Now().Add(-time.Second) // any quiet would be over
 			w.sched.refFrameLen(id, 64<<10)
+			w.sched.copied = true // a small frame went since the last sizing (sendSmall)
 			w.sizeBudgetLocked(true)
-			require.Equal(t, minInflight, w.bound.budget, "parallel %v: turn %d, another stream's frame", parallel, i)
+			require.Equal(t, minInflight, w.bound.budget, "parallel %v: turn %d, another stream's frame beside small ones", parallel, i)
 		}
 		w.sched.refFrameLen(a, 64<<10)
 		w.sizeBudgetLocked(true)
@@ -609,7 +613,73 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 		w.sched.refFrameLen(a, 64<<10)
 		w.sizeBudgetLocked(true)
 		require.Equal(t, lone, w.bound.budget, "parallel %v: alone for loneQuiet", parallel)
+		for i, id := range []uint32{b, a, b, a} {
+			w.sched.refFrameLen(id, 64<<10)
+			w.sizeBudgetLocked(true)
+			require.Equal(t, lone, w.bound.budget, "parallel %v: turn %d of bulk frames alone", parallel, i)
+		}
 	}
+}
+
+// TestWriterSeveralBulkStreams: several streams that send by reference,
+// with no small (copied) frame among them, get the lone budgets, from the
+// session's start or once loneQuiet passed since the last small frame:
+// what the budget holds back is only the next small frame, and there is
+// none (BenchmarkBulkStreams). A small frame of any stream while several
+// send restarts the quiet (the budget back to one, or the floor beside a
+// busy read loop); a lone stream's own small frames do not. Several
+// streams are never alone: their batches are corked (cork.go).
+func TestWriterSeveralBulkStreams(t *testing.T) {
+	payload := make([]byte, 64<<10)
+	for _, c := range []struct {
+		name             string
+		writev, parallel bool
+		lone, shared     int
+	}{
+		{"TCP, two Ps", true, true, loneParallelScale * minInflight, minInflight},
+		{"TCP, one P", true, false, loneSerialScale * minInflight, minInflight},
+		{"TLS, two Ps", false, true, loneDecryptScale * minInflight, sharedDecryptInflight},
+	} {
+		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		streams := make([]streamSend, 4)
+		for i := range streams {
+			id := uint32(2*i + 1)
+			w.sched.pushRef(&streams[i], header{typ: typeData, streamID: id}, payload)
+			w.sched.refFrameLen(id, len(payload))
+		}
+		require.True(t, w.hasWorkLocked(), c.name)
+		require.Equal(t, c.lone, w.bound.budget, "%s: several bulk streams from the start", c.name)
+		require.False(t, w.aloneLocked(), "%s: several streams are not alone", c.name)
+		w.takeLocked()
+		require.False(t, w.b.alone, "%s: several streams' batch is corked where the conn can", c.name)
+		w.b.refs = w.b.refs[:0]
+		w.writing = false
+
+		var small streamSend
+		w.sched.push(&small, header{typ: typeData, streamID: 99, length: 1}, []byte{1})
+		require.True(t, w.hasWorkLocked(), c.name)
+		require.Equal(t, c.shared, w.bound.budget, "%s: a small frame beside them", c.name)
+		require.True(t, w.shared, "%s: the quiet starts over", c.name)
+		w.sched.drop(&small)
+		require.True(t, w.hasWorkLocked(), c.name)
+		require.Equal(t, c.shared, w.bound.budget, "%s: within loneQuiet of the small frame", c.name)
+		require.False(t, w.loneAfter.IsZero(), "%s: the quiet runs", c.name)
+		w.loneAfter = time.Now() // the quiet is over
+		require.True(t, w.hasWorkLocked(), c.name)
+		require.Equal(t, c.lone, w.bound.budget, "%s: loneQuiet after the small frame", c.name)
+		w.stopMarkerTimer()
+	}
+
+	// One stream's own small frames leave it its lone budgets.
+	w := &writer{codec: yamuxCodec{}, writev: true, parallel: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+	var s streamSend
+	w.sched.pushRef(&s, header{typ: typeData, streamID: 1}, payload)
+	w.sched.refFrameLen(1, len(payload))
+	w.sched.push(&s, header{typ: typeData, streamID: 1, length: 4}, make([]byte, 4))
+	require.True(t, w.hasWorkLocked())
+	require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "one stream with small frames of its own")
+	require.True(t, w.aloneLocked(), "one stream is alone")
+	w.stopMarkerTimer()
 }
 
 // deadlineConn is a real conn that records the write deadlines set on it.
