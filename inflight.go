@@ -271,12 +271,14 @@ const (
 	// x1.19 at two P (loneParallelScale then), so a conn without writev
 	// gives every frame its lone budgets (now loneDecryptScale).
 	loneSmallFrame = minInflight / 2
-	// loneQuiet is how long one stream must have sent alone before it
-	// gets more budgets (writer.loneScale, loneBudgets): the lone budget
-	// is what the next small frame of another stream waits behind, so a
-	// stream that had frames in the ring within loneQuiet (a request
-	// beside a transfer, a ping-pong: their gaps are a round trip or a
-	// few) keeps the transfer at one budget. 5 ms is many loaded round
+	// loneQuiet is how long the bulk must have gone without a small frame
+	// of another stream beside it before it gets more budgets
+	// (writer.loneScale, loneBudgets): the lone budget is what the next
+	// small frame of another stream waits behind, so a stream that had
+	// small frames in the ring within loneQuiet (a request beside a
+	// transfer, a ping-pong: their gaps are a round trip or a few) keeps
+	// the transfer at one budget; several transfers with no small frame
+	// among them count as alone (session 36). 5 ms is many loaded round
 	// trips on loopback and short beside a transfer: a lone stream at 1-5
 	// GB/s regains its budgets after 5-25 MB, and a stream alone from the
 	// session's start has them at once.
