@@ -563,6 +563,7 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		require.Equal(t, want, w.bound.budget, "writev %v: alone for less than loneQuiet, one budget", writev)
 
 		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
+		require.LessOrEqual(t, time.Until(w.loneAfter), loneQuiet, "one stream's quiet is loneQuiet")
 		require.False(t, w.aloneLocked(), "within the quiet: not alone yet")
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
@@ -623,7 +624,7 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 
 // TestWriterSeveralBulkStreams: several streams that send by reference,
 // with no small (copied) frame among them, get the lone budgets, from the
-// session's start or once loneQuiet passed since the last small frame:
+// session's start or once severalQuiet passed since the last small frame:
 // what the budget holds back is only the next small frame, and there is
 // none (BenchmarkBulkStreams). A small frame of any stream while several
 // send restarts the quiet (the budget back to one, or the floor beside a
@@ -664,9 +665,10 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 		require.True(t, w.hasWorkLocked(), c.name)
 		require.Equal(t, c.shared, w.bound.budget, "%s: within loneQuiet of the small frame", c.name)
 		require.False(t, w.loneAfter.IsZero(), "%s: the quiet runs", c.name)
+		require.Greater(t, time.Until(w.loneAfter), loneQuiet, "%s: several streams' quiet is severalQuiet", c.name)
 		w.loneAfter = time.Now() // the quiet is over
 		require.True(t, w.hasWorkLocked(), c.name)
-		require.Equal(t, c.lone, w.bound.budget, "%s: loneQuiet after the small frame", c.name)
+		require.Equal(t, c.lone, w.bound.budget, "%s: severalQuiet after the small frame", c.name)
 		w.stopMarkerTimer()
 	}
 
