@@ -262,6 +262,31 @@ func BenchmarkPingPongSpaced(b *testing.B) {
 	}
 }
 
+// sparseGap is BenchmarkPingPongSparse's mean pause before a round trip:
+// longer than braid's loneQuiet (5 ms), shorter than its severalQuiet
+// (50 ms), so that each request comes after a quiet a lone transfer
+// would end and several transfers do not.
+const sparseGap = 10 * time.Millisecond
+
+// BenchmarkPingPongSparse: BenchmarkPingPongSpaced with a mean pause of
+// sparseGap: a protocol's occasional small messages (requests, acks,
+// heartbeats) beside 10 transfers. Each request waits behind what the
+// transfers have in flight when it comes. -benchtime 200x takes about 2 s
+// a run.
+func BenchmarkPingPongSparse(b *testing.B) {
+	for _, t := range transports() {
+		for _, c := range field() {
+			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) {
+				r, err := slowdown.PingPongSpaced(context.Background(), t.over(c), b.N, bulkNeighbours, sparseGap, pingPongMaxTime)
+				if err != nil {
+					b.Fatal(err)
+				}
+				reportPing(b, r, true)
+			})
+		}
+	}
+}
+
 // reportPing reports a ping run's p50, p99 and mean round trip in µs and,
 // with bulk (the run had bulk neighbours), their MB/s.
 func reportPing(b *testing.B, r slowdown.PingResult, bulk bool) {
