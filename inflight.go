@@ -278,10 +278,10 @@ const (
 	// small frames in the ring within loneQuiet (a request beside a
 	// transfer, a ping-pong: their gaps are a round trip or a few) keeps
 	// the transfer at one budget; several transfers with no small frame
-	// among them count as alone, after severalQuiet (session 36). 5 ms is many loaded round
-	// trips on loopback and short beside a transfer: a lone stream at 1-5
-	// GB/s regains its budgets after 5-25 MB, and a stream alone from the
-	// session's start has them at once.
+	// among them count as alone, after severalQuiet (session 36). 5 ms is
+	// many loaded round trips on loopback and short beside a transfer: a
+	// lone stream at 1-5 GB/s regains its budgets after 5-25 MB, and a
+	// stream alone from the session's start has them at once.
 	// Measured in session 16 (AMD EPYC VM, GOMAXPROCS 2, paired runs) with
 	// a 64 B ping-pong beside one bulk stream: before, the ping waited
 	// behind four budgets between its round trips (TCP p50 206 µs against
