@@ -538,3 +538,26 @@ func TestVerdictTextWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapClauses: the verdict's columns break between clauses, then
+// between words, never inside parentheses while a space outside them
+// fits, and a word longer than the column is cut.
+func TestWrapClauses(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want []string
+	}{
+		{"LOST: 1.07x yamux ✗ (rounds overlap); 1.01x tcp ✓", 34,
+			[]string{"LOST: 1.07x yamux ✗", "(rounds overlap); 1.01x tcp ✓"}},
+		{"≤ 0.5x best other, ≤ 1x braid-nocoalesce [#12.1]", 36,
+			[]string{"≤ 0.5x best other,", "≤ 1x braid-nocoalesce [#12.1]"}},
+		{"WON: 0.35x yamux ✓", 34, []string{"WON: 0.35x yamux ✓"}},
+		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+	} {
+		got := wrapClauses(c.s, c.n, "; ", ", ")
+		if !slices.Equal(got, c.want) {
+			t.Errorf("wrapClauses(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

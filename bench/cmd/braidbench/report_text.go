@@ -198,19 +198,28 @@ func wrapClauses(s string, n int, seps ...string) []string {
 }
 
 // wrapRunes is the byte index where a line of more than n characters
-// breaks: the last space within its first n characters, or the n-th
-// character if there is none.
+// breaks: the last space within its first n characters outside
+// parentheses ("(rounds overlap)" stays whole), or the n-th character
+// if there is none.
 func wrapRunes(s string, n int) int {
-	end := len(s)
-	for i := range s {
+	end, last, depth := len(s), 0, 0
+	for i, r := range s {
 		if n == 0 {
 			end = i
 			break
 		}
 		n--
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case r == ' ' && depth == 0 && i > 0:
+			last = i
+		}
 	}
-	if i := strings.LastIndex(s[:end], " "); i > 0 {
-		return i
+	if last > 0 {
+		return last
 	}
 	return end
 }
