@@ -27,7 +27,7 @@ type scheduler struct {
 	lastRef     int
 	refStream   uint32
 	refSwitched bool
-	copied      bool // a copied frame was queued or written since takeCopied
+	copied      bool // a copied frame was queued or written inline since takeCopied
 	ring        []*streamSend
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
@@ -90,10 +90,11 @@ func (sc *scheduler) takeRefSwitch() bool {
 	return switched
 }
 
-// takeCopied tells whether a copied (small) data frame was queued (push)
-// or written inline in the writer's stead (writer.sendSmall) since the
-// last call, and clears it: the lone budgets' quiet (writer.loneScale)
-// restarts on one while several streams send.
+// takeCopied tells whether a copied (small) stream frame was queued
+// (push) or written inline in the writer's stead (writer.inlineLocked,
+// for send and sendSmall alike) since the last call, and clears it: the
+// lone budgets' quiet (writer.loneScale) restarts on one while several
+// streams send.
 func (sc *scheduler) takeCopied() bool {
 	copied := sc.copied
 	sc.copied = false

@@ -186,6 +186,7 @@ func TestInlineWriteSendsKeptSegmentFirst(t *testing.T) {
 	require.True(t, done, "written inline")
 	require.NoError(t, err)
 	require.Nil(t, w.seg.buf, "nothing kept after it")
+	require.True(t, w.sched.takeCopied(), "a small frame written inline counts for the lone budgets' quiet, as a queued one does")
 	c1.Close()
 	want := append(append([]byte{}, tail...), w.codec.appendHeader(nil, header{typ: typeData, streamID: 3, length: 5})...)
 	want = append(want, "hello"...)

@@ -342,7 +342,6 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 		return false, nil
 	}
 	s.window -= n
-	w.sched.copied = true // the lone budgets' quiet (loneScale)
 	h := header{typ: typeData, streamID: id, length: n}
 	if w.blockingWriteAllowed(s) {
 		if done, err := w.inlineLocked(h, payload); done {

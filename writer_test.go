@@ -603,7 +603,7 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 		for i, id := range []uint32{b, a, b, a} {
 			w.loneAfter = time.Now().Add(-time.Second) // any quiet would be over
 			w.sched.refFrameLen(id, 64<<10)
-			w.sched.copied = true // a small frame went since the last sizing (sendSmall)
+			w.sched.copied = true // a small frame went since the last sizing (inlineLocked)
 			w.sizeBudgetLocked(true)
 			require.Equal(t, minInflight, w.bound.budget, "parallel %v: turn %d, another stream's frame beside small ones", parallel, i)
 		}
