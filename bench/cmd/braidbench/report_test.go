@@ -541,7 +541,8 @@ func TestVerdictTextWidth(t *testing.T) {
 
 // TestWrapClauses: the verdict's columns break between clauses, then
 // between words, never inside parentheses while a space outside them
-// fits, and a word longer than the column is cut.
+// fits, and a word longer than the column is cut; wrap counts
+// characters.
 func TestWrapClauses(t *testing.T) {
 	for _, c := range []struct {
 		s    string
@@ -558,6 +559,20 @@ func TestWrapClauses(t *testing.T) {
 		got := wrapClauses(c.s, c.n, "; ", ", ")
 		if !slices.Equal(got, c.want) {
 			t.Errorf("wrapClauses(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+	// wrap, under titles, notes and failures too: characters, not bytes;
+	// a note that is all one parenthesis still breaks between words.
+	for _, c := range []struct {
+		s    string
+		n    int
+		want []string
+	}{
+		{"µµµµµµ", 4, []string{"µµµµ", "µµ"}},
+		{"(a note in parentheses)", 12, []string{"(a note in", "parentheses)"}},
+	} {
+		if got := wrap(c.s, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
 		}
 	}
 }

@@ -188,40 +188,12 @@ func wrapClauses(s string, n int, seps ...string) []string {
 			lines = append(lines, line)
 			line = c
 		}
-		for utf8.RuneCountInString(line) > n {
-			cut := wrapRunes(line, n)
-			lines = append(lines, line[:cut])
-			line = strings.TrimLeft(line[cut:], " ")
+		if parts := wrap(line, n); len(parts) > 1 {
+			lines = append(lines, parts[:len(parts)-1]...)
+			line = parts[len(parts)-1]
 		}
 	}
 	return append(lines, line)
-}
-
-// wrapRunes is the byte index where a line of more than n characters
-// breaks: the last space within its first n characters outside
-// parentheses ("(rounds overlap)" stays whole), or the n-th character
-// if there is none.
-func wrapRunes(s string, n int) int {
-	end, last, depth := len(s), 0, 0
-	for i, r := range s {
-		if n == 0 {
-			end = i
-			break
-		}
-		n--
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case r == ' ' && depth == 0 && i > 0:
-			last = i
-		}
-	}
-	if last > 0 {
-		return last
-	}
-	return end
 }
 
 // betterArrow says which way is better.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Inline SVG bar charts for the HTML report: horizontal bars, one per
@@ -197,18 +198,50 @@ func (c chart) label(a axis, b bar) (string, bool) {
 	return s, clipped
 }
 
-// wrap splits s into lines of at most n characters at spaces.
+// wrap splits s into lines of at most n characters (runes, not bytes: µ,
+// ≤ and ✗ are one each) at spaces (breakAt).
 func wrap(s string, n int) []string {
 	var lines []string
-	for len(s) > n {
-		i := strings.LastIndex(s[:n], " ")
-		if i <= 0 {
-			i = n
-		}
+	for utf8.RuneCountInString(s) > n {
+		i := breakAt(s, n)
 		lines = append(lines, s[:i])
 		s = strings.TrimLeft(s[i:], " ")
 	}
 	return append(lines, s)
+}
+
+// breakAt is the byte index where a line of more than n characters
+// breaks: the last space within its first n characters outside
+// parentheses ("(rounds overlap)" stays whole), else the last space
+// within them (a note that is all one parenthesis), else the n-th
+// character.
+func breakAt(s string, n int) int {
+	end, outside, any, depth := len(s), 0, 0, 0
+	for i, r := range s {
+		if n == 0 {
+			end = i
+			break
+		}
+		n--
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case r == ' ' && i > 0:
+			any = i
+			if depth == 0 {
+				outside = i
+			}
+		}
+	}
+	switch {
+	case outside > 0:
+		return outside
+	case any > 0:
+		return any
+	}
+	return end
 }
 
 // render draws c; order gives each series its colour.
