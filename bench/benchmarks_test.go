@@ -248,11 +248,16 @@ func BenchmarkPingPongAfterQuiet(b *testing.B) {
 // made of the round trips that fall between the bursts. One op is one
 // round trip; reports p50, p99 and the mean in µs and the bulk streams'
 // MB/s. -benchtime 2000x takes about 2.5 s a run.
-func BenchmarkPingPongSpaced(b *testing.B) {
+func BenchmarkPingPongSpaced(b *testing.B) { benchPingPongSpaced(b, slowdown.SpacedGap) }
+
+// benchPingPongSpaced runs the 64 B round trip beside bulkNeighbours bulk
+// streams after random pauses of meanGap on average, on TCP and TLS, for
+// every contender of the field.
+func benchPingPongSpaced(b *testing.B, meanGap time.Duration) {
 	for _, t := range transports() {
 		for _, c := range field() {
 			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) {
-				r, err := slowdown.PingPongSpaced(context.Background(), t.over(c), b.N, bulkNeighbours, slowdown.SpacedGap, pingPongMaxTime)
+				r, err := slowdown.PingPongSpaced(context.Background(), t.over(c), b.N, bulkNeighbours, meanGap, pingPongMaxTime)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -273,19 +278,7 @@ const sparseGap = 10 * time.Millisecond
 // heartbeats) beside 10 transfers. Each request waits behind what the
 // transfers have in flight when it comes. -benchtime 200x takes about 2 s
 // a run.
-func BenchmarkPingPongSparse(b *testing.B) {
-	for _, t := range transports() {
-		for _, c := range field() {
-			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) {
-				r, err := slowdown.PingPongSpaced(context.Background(), t.over(c), b.N, bulkNeighbours, sparseGap, pingPongMaxTime)
-				if err != nil {
-					b.Fatal(err)
-				}
-				reportPing(b, r, true)
-			})
-		}
-	}
-}
+func BenchmarkPingPongSparse(b *testing.B) { benchPingPongSpaced(b, sparseGap) }
 
 // reportPing reports a ping run's p50, p99 and mean round trip in µs and,
 // with bulk (the run had bulk neighbours), their MB/s.
