@@ -206,6 +206,11 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 	if bulk, err = startBulk(ctx, ep, s.Bulk); err != nil {
 		return Result{}, err
 	}
+	select {
+	case <-bulk.flowing: // or a writer failed: stop says how
+	case <-ctx.Done():
+		return Result{}, ep.serverError(context.Cause(ctx))
+	}
 	msg := make([]byte, s.Size)
 	roundTrip := func(i int) error {
 		msg[0] = byte(i)
@@ -225,21 +230,23 @@ func runPing(ctx context.Context, s Spec) (Result, error) {
 			return Result{}, err
 		}
 	}
-	rtts := make([]time.Duration, s.Count)
+	rtts := make([]time.Duration, 0, s.Count)
 	bulkBefore := bulk.written.Load()
 	r, err := measure(s.Count, func() error {
-		for i := range rtts {
+		first := time.Now()
+		for i := 0; i < s.Count || s.Bulk > 0 && time.Since(first) < minBulkWindow; i++ {
 			start := time.Now()
 			if err := roundTrip(i); err != nil {
 				return err
 			}
-			rtts[i] = time.Since(start)
+			rtts = append(rtts, time.Since(start))
 		}
 		return nil
 	})
 	if err != nil {
 		return Result{}, err
 	}
+	r.Ops = len(rtts)
 	r.BulkBytes = bulk.written.Load() - bulkBefore
 	if err := bulk.stop(); err != nil {
 		return Result{}, ep.serverError(err)
@@ -279,18 +286,27 @@ func discardBulk(st stream) error {
 // stopErr; stop closes quit, and errs once every writer is done.
 type bulkWriters struct {
 	written atomic.Int64 // bytes written by all of them so far
-	quit    chan struct{}
-	wg      sync.WaitGroup
-	errs    chan error // one slot per writer: a writer's error
-	stopped bool
-	stopErr error
+	// flowing is closed, once (flowOnce), when the writers have written
+	// flowAt bytes, a message per stream, or one of them failed.
+	flowing  chan struct{}
+	flowAt   int64
+	flowOnce sync.Once
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	errs     chan error // one slot per writer: a writer's error
+	stopped  bool
+	stopErr  error
 }
 
 // startBulk opens n bulk streams and starts writing on each. It returns
 // the writers started even with an error: the caller stops them, after
 // closing the endpoints.
 func startBulk(ctx context.Context, ep *endpoints, n int) (*bulkWriters, error) {
-	b := &bulkWriters{quit: make(chan struct{}), errs: make(chan error, n)}
+	b := &bulkWriters{flowing: make(chan struct{}), flowAt: int64(n) * BulkMessage,
+		quit: make(chan struct{}), errs: make(chan error, n)}
+	if n == 0 {
+		close(b.flowing) // nothing to wait for
+	}
 	for range n {
 		st, err := ep.openStream(ctx)
 		if err != nil {
@@ -322,9 +338,12 @@ func (b *bulkWriters) write(st stream) {
 		default:
 		}
 		n, err := st.Write(msg)
-		b.written.Add(int64(n))
+		if b.written.Add(int64(n)) >= b.flowAt {
+			b.flowOnce.Do(func() { close(b.flowing) })
+		}
 		if err != nil {
 			b.errs <- fmt.Errorf("bulk write: %w", err)
+			b.flowOnce.Do(func() { close(b.flowing) })
 			return
 		}
 	}

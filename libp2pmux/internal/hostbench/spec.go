@@ -88,12 +88,14 @@ type Spec struct {
 	Warmup  int
 	Ops     int
 	// Notify: messages and their size. Ping: timed round trips and the
-	// bytes each way (Warmup: untimed round trips first).
+	// bytes each way (Warmup: untimed round trips first); with Bulk, the
+	// timed round trips go on past Count until minBulkWindow has passed.
 	Count int
 	Size  int
 	// Bulk is the ping's bulk streams: each writes BulkMessage bytes at
 	// a time to the server, which discards them, from before the first
-	// round trip to after the last.
+	// round trip (once as many messages as streams were written) to
+	// after the last.
 	Bulk int
 	// Security is the hosts' security (RawTCP has none); "" is Noise.
 	Security Security
@@ -116,6 +118,15 @@ type Result struct {
 	// round trips: over Elapsed, their throughput beside the ping.
 	BulkBytes int64 `json:"bulk_bytes,omitempty"`
 }
+
+// minBulkWindow is the least time the timed round trips of a ping with
+// bulk streams beside it last. The bulk's rate is what its writers
+// completed in that window, a BulkMessage at a time, and a window of a few
+// round trips measures scheduling, not a rate: braidbench's quick run, 50
+// round trips of raw TCP (~20 µs each), once measured no bulk write
+// completed at all. Two of the Go scheduler's 10 ms time slices give every
+// runnable writer a turn.
+const minBulkWindow = 20 * time.Millisecond
 
 // BulkMessage is the size of a bulk stream's writes, as in the bench
 // module's BenchmarkPingPong beside bulk streams (a quarter of yamux's
