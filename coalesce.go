@@ -157,10 +157,14 @@ type writer struct {
 	// frame among them; the next sizing without one clears it and sets
 	// loneAfter, when the quiet ends (zero: no quiet). several: the last
 	// sizing had more than one stream sending (the ring, or another
-	// stream's by-reference frames since the sizing before).
-	shared    bool
-	loneAfter time.Time
-	several   bool
+	// stream's by-reference frames since the sizing before);
+	// severalAfter, when the last sizing with several was followed by a
+	// lone one, is when loneQuiet has passed since (zero: passed, or
+	// several send): until then the batches are not alone (aloneLocked).
+	shared       bool
+	loneAfter    time.Time
+	several      bool
+	severalAfter time.Time
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
@@ -898,7 +902,9 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 func (w *writer) loneScale(lone bool) (scale, markers int) {
 	switched := w.sched.takeRefSwitch()
 	copied := w.sched.takeCopied()
+	wasSeveral := w.several
 	w.several = !lone || switched
+	w.noteSeveralLocked(wasSeveral)
 	switch {
 	case w.several && copied:
 		w.shared = true
@@ -925,14 +931,33 @@ func (w *writer) quietLocked() time.Duration {
 	return loneQuiet
 }
 
+// noteSeveralLocked keeps severalAfter for loneScale's sizing, told
+// whether the sizing before found several streams sending: the first
+// lone sizing after several sets it loneQuiet ahead, and a lone sizing
+// past it clears it. So the clock is read once as several streams stop
+// and then only within loneQuiet of it. mu held.
+func (w *writer) noteSeveralLocked(wasSeveral bool) {
+	switch {
+	case w.several:
+		w.severalAfter = time.Time{}
+	case wasSeveral:
+		w.severalAfter = time.Now().Add(loneQuiet)
+	case !w.severalAfter.IsZero() && !time.Now().Before(w.severalAfter):
+		w.severalAfter = time.Time{}
+	}
+}
+
 // aloneLocked tells whether the last sizing gave one stream the lone
-// budgets: loneScale found no other stream and no quiet running (it
-// clears loneAfter once the quiet is over, and sets shared while another
-// stream is in the ring). A session without a path (mplex: no pings, no
-// bound) is never sized, and never alone. Its batches are not corked
-// (cork.go). mu held.
+// budgets and no other stream has sent for loneQuiet: loneScale found no
+// other stream and no quiet running (it clears loneAfter once the quiet
+// is over, and sets shared while another stream is in the ring), and
+// severalAfter has passed. Two streams whose Writes keep the ring from
+// holding both at every sizing (one's next frame late for the writer)
+// are not alone between their turns. A session without a path (mplex:
+// no pings, no bound) is never sized, and never alone. Its batches are
+// not corked (cork.go). mu held.
 func (w *writer) aloneLocked() bool {
-	return w.path != nil && !w.shared && w.loneAfter.IsZero() && !w.several
+	return w.path != nil && !w.shared && w.loneAfter.IsZero() && !w.several && w.severalAfter.IsZero()
 }
 
 // loneBudgets is how many budgets a stream that has sent alone for

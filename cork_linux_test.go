@@ -105,16 +105,22 @@ func sendCheckedStreams(t *testing.T, client, server *Session, n int) (records i
 		writeSize = 64 << 10
 	)
 	done := make(chan error, 2*n)
+	start := make(chan struct{}) // the writers write side by side from here
 	for i := range n {
 		st, err := client.OpenStream(context.Background())
 		require.NoError(t, err)
+		// The bytes are made before the writes: made between them (64
+		// KiB a byte at a time, slower still under the race detector),
+		// they left the writer a stream's frame alone for stretches,
+		// and a stream that sends alone is not corked.
+		data := make([]byte, writes*writeSize)
+		for k := range data {
+			data[k] = streamByte(i, k)
+		}
 		go func() {
-			buf := make([]byte, writeSize)
+			<-start
 			for w := range writes {
-				for j := range buf {
-					buf[j] = streamByte(i, w*writeSize+j)
-				}
-				if _, err := st.Write(buf); err != nil {
+				if _, err := st.Write(data[w*writeSize : (w+1)*writeSize]); err != nil {
 					done <- err
 					return
 				}
@@ -122,6 +128,7 @@ func sendCheckedStreams(t *testing.T, client, server *Session, n int) (records i
 			done <- nil
 		}()
 	}
+	close(start)
 	for range n {
 		peer, err := server.AcceptStream()
 		require.NoError(t, err)

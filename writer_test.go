@@ -575,6 +575,11 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 			lone = loneDecryptScale * minInflight
 		}
 		require.Equal(t, lone, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
+		require.False(t, w.severalAfter.IsZero(), "writev %v: the quiet since several streams sent runs", writev)
+		require.False(t, w.aloneLocked(), "writev %v: another stream sent within loneQuiet: its batches are corked", writev)
+		w.severalAfter = time.Now() // that quiet is over too
+		require.True(t, w.hasWorkLocked())
+		require.True(t, w.severalAfter.IsZero(), "writev %v: past the quiet, cleared", writev)
 		require.True(t, w.aloneLocked(), "writev %v: alone for loneQuiet", writev)
 		w.takeLocked()
 		require.True(t, w.b.alone, "writev %v: the batch taken is alone: not corked", writev)
