@@ -286,8 +286,9 @@ func discardBulk(st stream) error {
 // stopErr; stop closes quit, and errs once every writer is done.
 type bulkWriters struct {
 	written atomic.Int64 // bytes written by all of them so far
-	// flowing is closed, once (flowOnce), when the writers have written
-	// flowAt bytes, a message per stream, or one of them failed.
+	// flowing is closed once (flowOnce) by the writer whose write brings
+	// written to flowAt, a message per stream, or that fails first; by
+	// startBulk when there is no writer. runPing waits on it.
 	flowing  chan struct{}
 	flowAt   int64
 	flowOnce sync.Once
