@@ -12,7 +12,9 @@
 set -eu
 out=${1:-bench.txt}
 rounds=${2:-5}
-bin=$(mktemp -d)/bench.test
+dir=$(mktemp -d)
+trap 'rm -r "$dir"' EXIT # a failed run leaves no binary behind either
+bin=$dir/bench.test
 (cd bench && go test -c -o "$bin" .)
 : >"$out"
 field='impl=(braid|braid-nocoalesce|yamux|smux|hashicorp)$'
@@ -31,4 +33,3 @@ while [ "$i" -le "$rounds" ]; do
 	i=$((i + 1))
 done
 "$bin" -test.run '^$' -test.bench '^BenchmarkIdleStreams$' -test.benchtime 1x -test.benchmem >>"$out"
-rm -r "$(dirname "$bin")"
