@@ -168,9 +168,11 @@ type writer struct {
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
-	// (takeLocked). Kept rather than derived again in takeLocked, which
-	// would scan the ring a second time per batch; it is exactly as fresh
-	// as the budget sized with it.
+	// (takeLocked), and a Write waiting for its by-reference frame does
+	// not look at the socket (sendRef, readWaker.beforeRefWait). Kept
+	// rather than derived again in takeLocked, which would scan the ring
+	// a second time per batch; it is exactly as fresh as the budget sized
+	// with it.
 	sharedLook  bool
 	inlineState           // a stream's own write of a frame (inline.go)
 	rate        writeRate // how fast the conn takes large writes (writerate.go)

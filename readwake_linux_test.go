@@ -66,8 +66,9 @@ func TestReadWakerWhere(t *testing.T) {
 // TestReadWakerCutsForAWaitingRead: the waker cuts the read loop's read
 // only when a Read waits, the writer is not waiting for the in-flight
 // budget, the read loop is parked in its read and bytes wait on the
-// socket; the cut read then returns the timeout that the cutter clears,
-// and the next read brings the bytes.
+// socket, and at a Write's wait only when the writer does not look after
+// several streams' bulk batches; the cut read then returns the timeout
+// that the cutter clears, and the next read brings the bytes.
 func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	r, cutter, c1, c2, asked := wakerOverTLS(t)
 
@@ -94,8 +95,10 @@ func TestReadWakerCutsForAWaitingRead(t *testing.T) {
 	r.beforePark(false)
 	require.False(t, asked(), "the read loop is not in a read")
 	r.parked.Store(true)
-	r.beforePark(false)
-	require.True(t, asked(), "a Read waits, bytes wait, the read loop is parked")
+	r.beforeRefWait(false, true)
+	require.False(t, asked(), "a Write's wait while the writer looks after several streams' bulk batches")
+	r.beforeRefWait(false, false)
+	require.True(t, asked(), "a Read waits, bytes wait, the read loop is parked (a Write's wait, the writer not looking)")
 
 	buf := make([]byte, 16)
 	n, err := c1.Read(buf)

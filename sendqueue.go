@@ -308,9 +308,9 @@ func (w *writer) sendRef(s *streamSend, h header, payload []byte, cancel <-chan 
 	w.sched.pushRef(s, h, payload)
 	w.signal()
 	for s.pendingRefs > 0 {
-		boundBlocked := w.bound.blocked
+		boundBlocked, writerLooks := w.bound.blocked, w.sharedLook
 		w.mu.Unlock()
-		w.waker.beforePark(boundBlocked)
+		w.waker.beforeRefWait(boundBlocked, writerLooks)
 		select {
 		case <-flushed:
 		case <-cancel:
