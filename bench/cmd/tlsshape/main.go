@@ -28,6 +28,14 @@
 //     takes the cork off whenever it finds no message waiting and puts it
 //     back for the next, as braid's writer does before it parks: whether
 //     the merging survives a writer that may never see a next message.
+//   - low-water: raw, with TCP_NOTSENT_LOWAT of 32 KiB (braid's) on the
+//     socket under the writer's TLS conn (Linux only): the writer waits
+//     while more unsent bytes wait in the kernel, so at one P the two
+//     sides take turns of what the receiver's window holds rather than of
+//     the send buffer's megabytes, and the bytes of a turn are still in
+//     the caches when the reader copies and decrypts them.
+//   - low-water muxer: relay+handoff+queued reverse with that low-water
+//     mark: a muxer's goroutines and hand-offs in short turns.
 //
 // Session 18 ran it to find where braid's one-stream TLS bulk (0.84x raw
 // TLS at GOMAXPROCS 2 on an AMD EPYC VM, go-yamux the same) loses
@@ -41,7 +49,12 @@
 // records gains (they did not: docs/measurements.md, "Session 24");
 // session 25 the corked muxer uncorked when idle, to learn whether the
 // gain survives the uncork a writer owes before it parks (it did not:
-// docs/measurements.md, "Session 25").
+// docs/measurements.md, "Session 25"). Session 38 added the low-water
+// shapes, to learn what bounding the kernel's unsent bytes gives raw TLS
+// at one P, where issue #12 asks braid for 1.04x and 1.13x raw TLS
+// (docs/measurements.md, "Session 38"):
+//
+//	go run ./bench/cmd/tlsshape -procs 1 -rounds 5
 package main
 
 import (

@@ -17,6 +17,9 @@ const (
 	readSize    = 8 * 1024  // io.Discard's reads, as the Bulk benchmark's reader
 	reverseSize = 12        // a yamux header: a window update or a pong
 	relayDepth  = 16        // messages the relay's reader may hold ahead of its consumer
+	// lowWater is the low-water shapes' TCP_NOTSENT_LOWAT, braid's
+	// (notSentLowat in coalesce.go): two whole TLS records.
+	lowWater = 32 * 1024
 )
 
 // shape is one way of moving the messages over a TLS conn.
@@ -32,10 +35,17 @@ type shape struct {
 	// for the next, as braid's writer does before it parks (cork.go):
 	// nothing it holds may wait for a message that may never come.
 	idleUncork bool
+	// lowWater: the writer's TCP socket has TCP_NOTSENT_LOWAT of lowWater
+	// (Linux): a write waits while more unsent bytes than that wait in
+	// the kernel, so the writer hands the core to the reader sooner, in
+	// turns of what the receiver's window holds, not of the send buffer's
+	// megabytes.
+	lowWater bool
 }
 
 // shapes are what run measures, raw first (the ratios' base); the corked
-// shape only where the socket can be corked (canCork).
+// shapes only where the socket can be corked (canCork), the low-water
+// ones where TCP_NOTSENT_LOWAT is known (canLowWater).
 var shapes = slices.DeleteFunc([]shape{
 	{name: "raw"},
 	{name: "reverse", reverse: true},
@@ -47,7 +57,9 @@ var shapes = slices.DeleteFunc([]shape{
 	{name: "corked", corked: true},
 	{name: "corked muxer", corked: true, relay: true, handoff: true, reverse: true, queued: true},
 	{name: "corked muxer, uncorked idle", corked: true, idleUncork: true, relay: true, handoff: true, reverse: true, queued: true},
-}, func(s shape) bool { return s.corked && !canCork })
+	{name: "low-water", lowWater: true},
+	{name: "low-water muxer", lowWater: true, relay: true, handoff: true, reverse: true, queued: true},
+}, func(s shape) bool { return s.corked && !canCork || s.lowWater && !canLowWater })
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
 // shape and returns the rate in MB/s, from the first write to the last
@@ -92,6 +104,11 @@ func (s shape) run(messages int) (float64, error) {
 // send writes the messages to w, itself or through a writer goroutine.
 func (s shape) send(w net.Conn, messages int) (err error) {
 	msg := make([]byte, messageSize)
+	if s.lowWater {
+		if err := setLowWater(w, lowWater); err != nil {
+			return err
+		}
+	}
 	if s.corked {
 		if err := setCork(w, true); err != nil {
 			return err

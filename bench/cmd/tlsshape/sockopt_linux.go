@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"syscall"
+)
+
+// canCork: TCP_CORK is Linux's, and this is Linux.
+const canCork = true
+
+// canLowWater: TCP_NOTSENT_LOWAT is Linux's (since 3.12), and this is
+// Linux.
+const canLowWater = true
+
+// tcpNotSentLowat is TCP_NOTSENT_LOWAT in linux/tcp.h; package syscall
+// does not name it.
+const tcpNotSentLowat = 25
+
+// setCork sets or clears TCP_CORK on the TCP socket under the TLS conn c.
+func setCork(c net.Conn, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return setTCPOption(c, syscall.TCP_CORK, v)
+}
+
+// setLowWater sets TCP_NOTSENT_LOWAT on the TCP socket under the TLS conn
+// c: the socket turns writable, and a write goes on, only while fewer
+// than n bytes wait unsent.
+func setLowWater(c net.Conn, n int) error { return setTCPOption(c, tcpNotSentLowat, n) }
+
+// setTCPOption sets the IPPROTO_TCP option opt to v on the TCP socket
+// under the TLS conn c.
+func setTCPOption(c net.Conn, opt, v int) error {
+	nc, ok := c.(interface{ NetConn() net.Conn })
+	if !ok {
+		return fmt.Errorf("%T has no NetConn", c)
+	}
+	tc, ok := nc.NetConn().(*net.TCPConn)
+	if !ok {
+		return fmt.Errorf("%T is not a TCP conn", nc.NetConn())
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, opt, v)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
