@@ -34,15 +34,7 @@ func setLowWater(c net.Conn, n int) error { return setTCPOption(c, tcpNotSentLow
 // setTCPOption sets the IPPROTO_TCP option opt to v on the TCP socket
 // under the TLS conn c.
 func setTCPOption(c net.Conn, opt, v int) error {
-	nc, ok := c.(interface{ NetConn() net.Conn })
-	if !ok {
-		return fmt.Errorf("%T has no NetConn", c)
-	}
-	tc, ok := nc.NetConn().(*net.TCPConn)
-	if !ok {
-		return fmt.Errorf("%T is not a TCP conn", nc.NetConn())
-	}
-	rc, err := tc.SyscallConn()
+	rc, err := tcpSocketUnder(c)
 	if err != nil {
 		return err
 	}
@@ -53,4 +45,17 @@ func setTCPOption(c net.Conn, opt, v int) error {
 		return err
 	}
 	return serr
+}
+
+// tcpSocketUnder returns the raw TCP socket under the TLS conn c.
+func tcpSocketUnder(c net.Conn) (syscall.RawConn, error) {
+	nc, ok := c.(interface{ NetConn() net.Conn })
+	if !ok {
+		return nil, fmt.Errorf("%T has no NetConn", c)
+	}
+	tc, ok := nc.NetConn().(*net.TCPConn)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a TCP conn", nc.NetConn())
+	}
+	return tc.SyscallConn()
 }

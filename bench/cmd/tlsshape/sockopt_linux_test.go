@@ -36,7 +36,7 @@ func TestSetLowWaterReachesTheSocket(t *testing.T) {
 // TLS conn c.
 func tcpOption(t *testing.T, c net.Conn, opt int) int {
 	t.Helper()
-	rc, err := c.(interface{ NetConn() net.Conn }).NetConn().(*net.TCPConn).SyscallConn()
+	rc, err := tcpSocketUnder(c)
 	if err != nil {
 		t.Fatal(err)
 	}
