@@ -157,14 +157,11 @@ type writer struct {
 	// frame among them; the next sizing without one clears it and sets
 	// loneAfter, when the quiet ends (zero: no quiet). several: the last
 	// sizing had more than one stream sending (the ring, or another
-	// stream's by-reference frames since the sizing before);
-	// severalAfter, when the last sizing with several was followed by a
-	// lone one, is when loneQuiet has passed since (zero: passed, or
-	// several send): until then the batches are not alone (aloneLocked).
-	shared       bool
-	loneAfter    time.Time
-	several      bool
-	severalAfter time.Time
+	// stream's by-reference frames since the sizing before), which picks
+	// the quiet's length (quietLocked).
+	shared    bool
+	loneAfter time.Time
+	several   bool
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
@@ -199,7 +196,6 @@ type batch struct {
 	tail     []byte      // a marker ping after the batch's data (inflight.go), or before its last by-reference frame (markEarly)
 	early    bool        // tail goes before the last of refs (markEarly)
 	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
-	alone    bool        // one stream has sent alone for loneQuiet (writer.aloneLocked at take): not corked (cork.go)
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
 }
@@ -508,7 +504,6 @@ func (w *writer) takeLocked() {
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
 	b.awaited = w.pongWaiter != nil // the read loop's pong is in ctrl (answerMarkerAndWait)
-	b.alone = w.aloneLocked()
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
@@ -632,7 +627,7 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs), b.alone)
+			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
 			if worth && !w.corked {
 				w.corked = w.cork.set(true)
 			}
@@ -904,9 +899,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 func (w *writer) loneScale(lone bool) (scale, markers int) {
 	switched := w.sched.takeRefSwitch()
 	copied := w.sched.takeCopied()
-	wasSeveral := w.several
 	w.several = !lone || switched
-	w.noteSeveralLocked(wasSeveral)
 	switch {
 	case w.several && copied:
 		w.shared = true
@@ -933,42 +926,14 @@ func (w *writer) quietLocked() time.Duration {
 	return loneQuiet
 }
 
-// noteSeveralLocked keeps severalAfter for loneScale's sizing, told
-// whether the sizing before found several streams sending: the first
-// lone sizing after several sets it loneQuiet ahead, and a lone sizing
-// past it clears it. So the clock is read once as several streams stop
-// and then only within loneQuiet of it. mu held.
-func (w *writer) noteSeveralLocked(wasSeveral bool) {
-	switch {
-	case w.several:
-		w.severalAfter = time.Time{}
-	case wasSeveral:
-		w.severalAfter = time.Now().Add(loneQuiet)
-	case !w.severalAfter.IsZero() && !time.Now().Before(w.severalAfter):
-		w.severalAfter = time.Time{}
-	}
-}
-
-// aloneLocked tells whether the last sizing gave one stream the lone
-// budgets and no other stream has sent for loneQuiet: loneScale found no
-// other stream and no quiet running (it clears loneAfter once the quiet
-// is over, and sets shared while another stream is in the ring), and
-// severalAfter has passed. Two streams whose Writes keep the ring from
-// holding both at every sizing (one's next frame late for the writer)
-// are not alone between their turns. A session without a path (mplex:
-// no pings, no bound) is never sized, and never alone. Its batches are
-// not corked (cork.go). mu held.
-func (w *writer) aloneLocked() bool {
-	return w.path != nil && !w.shared && w.loneAfter.IsZero() && !w.several && w.severalAfter.IsZero()
-}
-
 // loneBudgets is how many budgets a stream that has sent alone for
 // loneQuiet gets, and the markers they carry in all (0: markersPerBudget
 // a budget). On a conn without writev (TLS, noise) with more than one P:
 // loneDecryptScale, marked loneDecryptMarkers times. Elsewhere they
 // follow its frames (the last one sized; none yet counts as large): while
 // they carry at most loneSmallFrame, loneParallelScale with more than one
-// P and loneSerialScale at one P; larger frames get one budget (see
+// P and loneSerialScale at one P once the session has sent serialRamp
+// bytes (one before: see serialRamp); larger frames get one budget (see
 // loneSmallFrame). mu held.
 func (w *writer) loneBudgets() (scale, markers int) {
 	large := w.sched.lastRef == 0 || w.sched.lastRef > loneSmallFrame
@@ -979,6 +944,8 @@ func (w *writer) loneBudgets() (scale, markers int) {
 		return 1, 0 // large frames: one a turn, each lent
 	case w.parallel:
 		return loneParallelScale, 0
+	case w.bound.sent < serialRamp:
+		return 1, 0 // the connection's first bytes: see serialRamp
 	}
 	return loneSerialScale, 0
 }

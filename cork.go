@@ -28,8 +28,8 @@ import "net"
 // So on a conn without writev whose security layer exposes the TCP
 // socket under it (tls.Conn.NetConn), the writer corks the socket
 // (TCP_CORK) for a batch of by-reference frames that spans two records
-// or more, unless one stream has sent alone for loneQuiet (below): the
-// records leave as full segments. It keeps the cork on
+// or more, one stream's or several's (below): the records leave as full
+// segments. It keeps the cork on
 // while such batches come back to back (writer.corked), so that the
 // partial segment one batch leaves is filled by the next, and takes it
 // off once a batch is not worth a cork (control or copied frames: they
@@ -50,26 +50,28 @@ import "net"
 // (small) frames are left as they are: they measured no better corked
 // (100 x 64 B over TLS, 7 % fewer messages, within noise).
 //
-// A stream that sends alone is not corked (batch.alone; session 26, on
-// the AMD EPYC VM now under PVM, with BBR as its congestion control,
-// which paces inside TCP on loopback). There the cork made one-stream
-// TLS bulk at one P bimodal: runs at 1,010-1,090 MB/s, beside raw TLS's
-// ~1,000, and runs at 560-790, the same code in the same minutes. In the
-// slow runs BBR paced the corked 64 KiB segments, one hrtimer interrupt
-// each (~9,800 per 10,000 frames; 0 in the fast runs, ~5,100 for raw
-// TLS's uncorked records), and a quarter of the samples sat in the
-// hypervisor's interrupt enable under the corked sendmsg's push.
-// Uncorked, a lone stream ran at 930-1,030 in every run. Paired against
-// the cork at GOMAXPROCS 1 over TLS, over four stretches of the session:
-// bulk x1.104, x1.137, x1.019 and x1.341 (9 of 10); 64 KiB
-// notifications x0.928, x0.923, x0.902 and x1.107 (8 of 10), 256 KiB
-// x0.936, x0.988, x1.022 and x1.101: the cork won where it ran fast and
-// lost by more where it did not; as built, bulk x1.092 (6 of 8), the
-// pings beside one or 10 bulk streams unchanged (p50 x0.976 and x1.003,
-// their bulk x1.026 and x0.999). Beside other streams it still paid,
-// and is kept there: the ping beside 10 bulk streams, uncorked, bulk
-// x0.94 (1 of 8 above) and p50 x1.07; beside one bulk stream bulk x0.94,
-// p50 x1.06.
+// A stream that sends alone is corked too (session 39). From session 26
+// to 38 it was not: on the AMD EPYC VM under PVM, with BBR as its
+// congestion control, which paces inside TCP on loopback, the cork made
+// one-stream TLS bulk at one P bimodal, runs at 1,010-1,090 MB/s and
+// runs at 560-790 in the same minutes, BBR pacing each corked segment
+// with a timer interrupt in the slow ones, and uncorked it ran at
+// 930-1,030 then. Session 39 found what sets the mode (serialRamp in
+// inflight.go): BBR paces a connection once it has left its start-up,
+// which it does after round trips in which the kernel had more to send
+// than the windows let out. Uncorked, a lone stream's 16 KiB records
+// are a segment each, and its budgets' segments outnumber the
+// congestion window: every run left start-up, paced throughout. Corked,
+// its segments are 64 KiB and fit, once the session's first bytes have
+// gone with one budget (serialRamp): 3 of 3 runs stayed in start-up,
+// and in paired runs at GOMAXPROCS 1 over TLS, against the code before,
+// one-stream bulk measured x1.096 (10 of 10 pairs), 64 KiB
+// notifications x1.073 and x1.080 (15 of 16), 256 KiB x0.979 and x1.022,
+// a request every 10 ms beside a transfer p50 x0.84 and the transfer
+// x1.18, the pings beside one or 10 bulk streams within x0.99-1.04;
+// the cork alone, without the ramp, x0.882 (bimodal, as in session 26).
+// TestRecordCorkWholeSegments counts 42-46 segments for a lone stream's
+// 128 records, where uncorked it sent 95-135.
 //
 // Such a conn gets no TCP_NOTSENT_LOWAT:
 // with the low-water mark, a corked partial segment of more than the mark
@@ -100,11 +102,9 @@ func newRecordCork(conn net.Conn) recordCork {
 func (k recordCork) active() bool { return k.setCork != nil }
 
 // worth tells whether a batch of n bytes, with refs by-reference frames,
-// is corked: by-reference frames spanning two records or more, unless
-// alone (one stream has sent alone for loneQuiet; see the top of the
-// file).
-func (k recordCork) worth(n, refs int, alone bool) bool {
-	return k.active() && !alone && refs > 0 && n >= 2*recordSize
+// is corked: by-reference frames spanning two records or more.
+func (k recordCork) worth(n, refs int) bool {
+	return k.active() && refs > 0 && n >= 2*recordSize
 }
 
 // set corks (on) or uncorks the socket; it reports whether it did. It

@@ -505,6 +505,7 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 		for _, size := range []int{64 << 10, 256 << 10} {
 			w := &writer{codec: yamuxCodec{}, writev: writev, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
 			w.sched.loneFrame = maxLoneBatches * w.sched.frameMax
+			pastSerialRamp(w)
 			var a, b streamSend
 			w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, make([]byte, size))
 			require.True(t, w.hasWorkLocked())
@@ -533,6 +534,43 @@ func TestWriterLoneParallelBudget(t *testing.T) {
 	}
 }
 
+// pastSerialRamp makes w a session that has sent serialRamp bytes, every
+// one of them read by the peer: a lone stream at one P has its
+// loneSerialScale budgets (TestWriterSerialRamp).
+func pastSerialRamp(w *writer) {
+	w.bound.sent, w.bound.marked, w.bound.acked = serialRamp, serialRamp, serialRamp
+}
+
+// TestWriterSerialRamp: at one P a lone stream's small frames get one
+// budget until the session has sent serialRamp bytes, and
+// loneSerialScale budgets from then on, on a conn with writev (TCP) and
+// without (TLS); with more than one P the ramp does not apply.
+func TestWriterSerialRamp(t *testing.T) {
+	payload := make([]byte, 64<<10)
+	for _, c := range []struct {
+		writev, parallel bool
+		ramp, after      int
+	}{
+		{true, false, minInflight, loneSerialScale * minInflight},
+		{false, false, minInflight, loneSerialScale * minInflight},
+		{true, true, loneParallelScale * minInflight, loneParallelScale * minInflight},
+	} {
+		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		var a streamSend
+		w.sched.pushRef(&a, header{typ: typeData, streamID: 1}, payload)
+		w.sched.refFrameLen(1, len(payload))
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, c.ramp, w.bound.budget, "writev %v, parallel %v: the session's first bytes", c.writev, c.parallel)
+		w.bound.sent, w.bound.marked, w.bound.acked = serialRamp-1, serialRamp-1, serialRamp-1
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, c.ramp, w.bound.budget, "writev %v, parallel %v: a byte short of the ramp", c.writev, c.parallel)
+		pastSerialRamp(w)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, c.after, w.bound.budget, "writev %v, parallel %v: past the ramp", c.writev, c.parallel)
+		w.stopMarkerTimer()
+	}
+}
+
 // TestWriterLoneAfterQuiet: a stream gets the lone budgets only once it
 // has sent alone for loneQuiet. Right after another stream's small frames
 // were in the ring (a request beside a transfer, a ping-pong) it keeps one
@@ -549,7 +587,6 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 		w.sched.push(&b, header{typ: typeData, streamID: 3, length: 1}, []byte{1})
 		require.True(t, w.hasWorkLocked())
 		require.True(t, w.shared, "another stream's small frame in the ring: the quiet starts over")
-		require.False(t, w.aloneLocked(), "two streams in the ring: not alone")
 
 		// Both were written; c now sends alone.
 		var c streamSend
@@ -564,7 +601,6 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 
 		require.False(t, w.loneAfter.IsZero(), "alone again: the quiet runs")
 		require.LessOrEqual(t, time.Until(w.loneAfter), loneQuiet, "one stream's quiet is loneQuiet")
-		require.False(t, w.aloneLocked(), "within the quiet: not alone yet")
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, want, w.bound.budget, "writev %v: still within loneQuiet, one budget", writev)
 		w.loneAfter = time.Now()             // the quiet is over
@@ -575,14 +611,6 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 			lone = loneDecryptScale * minInflight
 		}
 		require.Equal(t, lone, w.bound.budget, "writev %v: alone for loneQuiet, the lone budgets", writev)
-		require.False(t, w.severalAfter.IsZero(), "writev %v: the quiet since several streams sent runs", writev)
-		require.False(t, w.aloneLocked(), "writev %v: another stream sent within loneQuiet: its batches are corked", writev)
-		w.severalAfter = time.Now() // that quiet is over too
-		require.True(t, w.hasWorkLocked())
-		require.True(t, w.severalAfter.IsZero(), "writev %v: past the quiet, cleared", writev)
-		require.True(t, w.aloneLocked(), "writev %v: alone for loneQuiet", writev)
-		w.takeLocked()
-		require.True(t, w.b.alone, "writev %v: the batch taken is alone: not corked", writev)
 		w.stopMarkerTimer()
 	}
 }
@@ -597,6 +625,7 @@ func TestWriterLoneAfterQuiet(t *testing.T) {
 func TestWriterLoneTakesTurns(t *testing.T) {
 	for _, parallel := range []bool{true, false} {
 		w := &writer{codec: yamuxCodec{}, writev: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
+		pastSerialRamp(w)
 		lone := loneParallelScale * minInflight
 		if !parallel {
 			lone = loneSerialScale * minInflight
@@ -633,8 +662,7 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 // what the budget holds back is only the next small frame, and there is
 // none (BenchmarkBulkStreams). A small frame of any stream while several
 // send restarts the quiet (the budget back to one, or the floor beside a
-// busy read loop); a lone stream's own small frames do not. Several
-// streams are never alone: their batches are corked (cork.go).
+// busy read loop); a lone stream's own small frames do not.
 func TestWriterSeveralBulkStreams(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, c := range []struct {
@@ -647,6 +675,7 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 		{"TLS, two Ps", false, true, loneDecryptScale * minInflight, sharedDecryptInflight},
 	} {
 		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		pastSerialRamp(w)
 		streams := make([]streamSend, 4)
 		for i := range streams {
 			id := uint32(2*i + 1)
@@ -655,11 +684,6 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 		}
 		require.True(t, w.hasWorkLocked(), c.name)
 		require.Equal(t, c.lone, w.bound.budget, "%s: several bulk streams from the start", c.name)
-		require.False(t, w.aloneLocked(), "%s: several streams are not alone", c.name)
-		w.takeLocked()
-		require.False(t, w.b.alone, "%s: several streams' batch is corked where the conn can", c.name)
-		w.b.refs = w.b.refs[:0]
-		w.writing = false
 
 		var small streamSend
 		w.sched.push(&small, header{typ: typeData, streamID: 99, length: 1}, []byte{1})
@@ -685,7 +709,6 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 	w.sched.push(&s, header{typ: typeData, streamID: 1, length: 4}, make([]byte, 4))
 	require.True(t, w.hasWorkLocked())
 	require.Equal(t, loneParallelScale*minInflight, w.bound.budget, "one stream with small frames of its own")
-	require.True(t, w.aloneLocked(), "one stream is alone")
 	w.stopMarkerTimer()
 }
 
