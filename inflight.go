@@ -251,50 +251,55 @@ const (
 	// streams p99 x0.83, beside one p50 x1.02, within the pairs' spread.
 	// So a conn without writev, at one P, follows its frames as TCP does.
 	loneSerialScale = 2
-	// serialRamp is how many bytes of stream data a session sends before
-	// a lone stream at one P gets loneSerialScale budgets: until then it
-	// gets one. Where the congestion control is BBR (Linux's, as on the
-	// VM braid is measured on) TCP paces a connection that has left
-	// BBR's start-up: every segment waits for a timer interrupt, which
-	// under a hypervisor costs more than the segment. BBR leaves start-up
-	// after three round trips whose delivery rate stopped growing, and
-	// counts only round trips in which the sender was not
-	// application-limited: the kernel had more to send than the peer's
-	// receive window or the congestion window let out. A lone stream's
-	// budgets keep what the kernel holds below both once they have grown,
-	// so such a connection stays in start-up, unpaced. But at the
-	// connection's start the peer's receive window is 64 KiB, grown as
-	// its application reads, and the budget is sized from the session's
-	// first round trips, slowed by goroutines starting (a tcp_probe trace
-	// of one-stream bulk at one P: 576 KiB in flight in the first 5 ms,
-	// 384 KiB after). Two budgets there left start-up in some runs, and
-	// the connection was paced for its whole life.
-	// Measured (session 39, AMD EPYC VM under PVM, BBR, GOMAXPROCS 1,
-	// `ss -tin` sampled through one-stream bulk): the mode is set within
-	// the first 50-80 MB. Over TCP two budgets from the start left
-	// start-up in 9 of 19 runs (1,510-2,856 MB/s, against 2,404-3,086
-	// for the runs in start-up, in the same minutes; go-yamux and raw
-	// TCP left it in 6 of 6); one budget for
-	// the first 256 KiB, 1, 4, 16 or 64 MiB left it in 0 of 5, 1 of 5, 0
-	// of 4, 0 of 9 and 0 of 5. Over TLS crypto/tls writes each 16 KiB
-	// record as a segment of its own, so the congestion window (in
-	// segments) bound first and every run left start-up, ramp or not,
-	// until a lone stream's batches were corked into 64 KiB segments as
-	// other streams' are (cork.go): corked with the ramp, 3 of 3 runs
-	// stayed in start-up; corked without it, 1 of 3; the ramp without
-	// the cork, 0 of 6. Paired runs against two budgets from the start
-	// and no cork for a lone stream: TCP bulk x1.024 (8 of 10 pairs, the
-	// upper quartile x2.07: the runs paced before); TLS bulk x1.096 (10 of
-	// 10; the ramp alone x1.015, the cork alone x0.882), 64 KiB
-	// notifications x1.073 and x1.080 (15 of 16), 256 KiB x0.979 and
-	// x1.022 (an A/A pairing: x0.986), a request every 10 ms beside a
-	// transfer (BenchmarkPingPongAfterQuiet) p50 x0.84, p99 x0.88, the
-	// transfer x1.18 (6 of 6); the pings beside one or 10 bulk streams
-	// within x0.99-1.04. 16 MiB is four times the least ramp that held in
-	// every run, 5 ms at one P over TCP and 16 ms over TLS; it costs at
-	// most a millisecond once a connection. On a long link a budget is
-	// already the round trip at inflightRate, and a second buys nothing
-	// below that rate.
+	// serialRamp is how many bytes of stream data a session sends before a
+	// lone stream at one P gets loneSerialScale budgets: until then it gets
+	// one. Where the congestion control is BBR (Linux's, as on the VM braid
+	// is measured on) TCP paces a connection that has left BBR's start-up:
+	// every segment waits for a timer interrupt, which under a hypervisor
+	// costs more than the segment. BBR leaves start-up after three round
+	// trips whose delivery rate stopped growing, and counts only round
+	// trips in which the sender was not application-limited: the kernel had
+	// more to send than the peer's receive window or the congestion window
+	// let out. A lone stream's budgets keep what the kernel holds below
+	// both once they have grown, so such a connection stays in start-up,
+	// unpaced. But at the connection's start the peer's receive window is
+	// 64 KiB, grown as its application reads, and the budget is sized from
+	// the session's first round trips, slowed by goroutines starting (a
+	// tcp_probe trace of one-stream bulk at one P: 576 KiB in flight in the
+	// first 5 ms, 384 KiB after). Two budgets there left start-up in some
+	// runs, and the connection was paced for its whole life.
+	// Measured (session 39, AMD EPYC VM under PVM, BBR, GOMAXPROCS 1, `ss
+	// -tin` sampled through one-stream bulk): the mode is set within the
+	// first 50-80 MB. Over TCP two budgets from the start left start-up in
+	// 9 of 19 runs (1,510-2,856 MB/s, against 2,404-3,086 for the runs in
+	// start-up, in the same minutes; go-yamux and raw TCP left it in 6 of
+	// 6); one budget for the first 256 KiB, 1, 2, 4, 8, 16 or 64 MiB left
+	// it in 0 of 5, 1 of 5, 3 of 10, 0 of 14, 0 of 6, 0 of 20 and 0 of 5.
+	// Over TLS crypto/tls writes each 16 KiB record as a segment of its
+	// own, so the congestion window (in segments) bound first and every run
+	// left start-up, ramp or not, until a lone stream's batches were corked
+	// into 64 KiB segments as other streams' are (cork.go): corked with the
+	// ramp, 3 of 3 runs stayed in start-up; corked without it, 1 of 3; the
+	// ramp without the cork, 0 of 6. Corked, with ramps of 4, 8, 16 and 32
+	// MiB, 1 of 6, 1 of 6, 0 of 14 and 2 of 8 runs left start-up: over TLS
+	// a run still leaves it now and then, whatever the ramp. Paired runs of
+	// a knob against two budgets from the start and no cork for a lone
+	// stream: TCP bulk x1.024 (8 of 10 pairs, the upper quartile x2.07: the
+	// runs paced before); TLS bulk x1.096 (10 of 10; the ramp alone x1.015,
+	// the cork alone x0.882), 64 KiB notifications x1.073 and x1.080 (15 of
+	// 16), 256 KiB x0.979 and x1.022 (an A/A pairing: x0.986), a request
+	// every 10 ms beside a transfer (BenchmarkPingPongAfterQuiet) p50
+	// x0.84, p99 x0.88, the transfer x1.18 (6 of 6); the pings beside one
+	// or 10 bulk streams within x0.99-1.04. The built change against the
+	// code before: TLS bulk x1.079 (9 of 10 pairs), TCP bulk x1.096 (6 of
+	// 10; upper quartile x1.63), 64 KiB TLS notifications x1.038 (6 of 8);
+	// 11 of 11 runs over TCP stayed in start-up. 16 MiB is four times the
+	// least ramp that held in every run over TCP, 5 ms at one P over TCP
+	// and 16 ms over TLS; it costs about a millisecond once a connection:
+	// 2,000 x 64 KiB notifications over TCP, on a fresh session each, an
+	// eighth of them within the ramp, measured x0.923 and x0.965 (16
+	// pairs). On a long link a budget is already the round trip at
+	// inflightRate, and a second buys nothing below that rate.
 	serialRamp = 16 << 20
 	// loneSmallFrame is the largest frame a lone stream gets more than one
 	// budget for (loneSerialScale at one P, loneParallelScale at more;
