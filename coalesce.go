@@ -157,8 +157,9 @@ type writer struct {
 	// frame among them; the next sizing without one clears it and sets
 	// loneAfter, when the quiet ends (zero: no quiet). several: the last
 	// sizing had more than one stream sending (the ring, or another
-	// stream's by-reference frames since the sizing before), which picks
-	// the quiet's length (quietLocked).
+	// stream's by-reference frames since the sizing before): with a
+	// copied frame it sets shared, and it picks the quiet's length
+	// (quietLocked).
 	shared    bool
 	loneAfter time.Time
 	several   bool

@@ -44,8 +44,8 @@ type shape struct {
 }
 
 // shapes are what run measures, raw first (the ratios' base); the corked
-// shapes only where the socket can be corked (canCork), the low-water
-// ones where TCP_NOTSENT_LOWAT is known (canLowWater).
+// and low-water shapes only where their socket options are known
+// (socketOptions).
 var shapes = slices.DeleteFunc([]shape{
 	{name: "raw"},
 	{name: "reverse", reverse: true},
@@ -59,7 +59,7 @@ var shapes = slices.DeleteFunc([]shape{
 	{name: "corked muxer, uncorked idle", corked: true, idleUncork: true, relay: true, handoff: true, reverse: true, queued: true},
 	{name: "low-water", lowWater: true},
 	{name: "low-water muxer", lowWater: true, relay: true, handoff: true, reverse: true, queued: true},
-}, func(s shape) bool { return s.corked && !canCork || s.lowWater && !canLowWater })
+}, func(s shape) bool { return (s.corked || s.lowWater) && !socketOptions })
 
 // run moves messages of messageSize over a fresh loopback TLS conn in s's
 // shape and returns the rate in MB/s, from the first write to the last

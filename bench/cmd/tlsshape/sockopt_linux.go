@@ -6,12 +6,10 @@ import (
 	"syscall"
 )
 
-// canCork: TCP_CORK is Linux's, and this is Linux.
-const canCork = true
-
-// canLowWater: TCP_NOTSENT_LOWAT is Linux's (since 3.12), and this is
+// socketOptions: the options the corked and low-water shapes set,
+// TCP_CORK and TCP_NOTSENT_LOWAT (since 3.12), are Linux's, and this is
 // Linux.
-const canLowWater = true
+const socketOptions = true
 
 // tcpNotSentLowat is TCP_NOTSENT_LOWAT in linux/tcp.h; package syscall
 // does not name it.

@@ -7,12 +7,9 @@ import (
 	"net"
 )
 
-// canCork: TCP_CORK is Linux's; the corked shapes are not measured here.
-const canCork = false
-
-// canLowWater: TCP_NOTSENT_LOWAT is Linux's; the low-water shapes are not
-// measured here.
-const canLowWater = false
+// socketOptions: TCP_CORK and TCP_NOTSENT_LOWAT are Linux's; the corked
+// and low-water shapes are not measured here.
+const socketOptions = false
 
 // setCork fails: TCP_CORK is Linux-only.
 func setCork(net.Conn, bool) error { return errors.New("TCP_CORK is Linux-only") }
