@@ -840,15 +840,14 @@ func (w *writer) hasWorkLocked() bool {
 // sizeBudgetLocked sizes the in-flight budget for the next frames (run's
 // batch or an inline write): lone tells whether one stream alone sends.
 // The hold applies while several streams send on a writev conn at one P
-// (sharedRefHold); a lone
-// stream gets more budgets once it has sent alone for loneQuiet
-// (loneScale, loneBudgets); streams sending by reference on
-// a conn whose peer's read loop is busy (several, or one that has not
-// been alone for loneQuiet) get at least sharedDecryptInflight, or
-// sharedLookInflight where the writer looks at the socket after bulk
-// batches and two or more of them send by reference, marked
-// sharedDecryptMarkers times while that floor sizes it (inflight.go). mu
-// held.
+// (sharedRefHold); a lone stream gets more budgets once it has sent alone
+// for loneQuiet (loneScale, loneBudgets). With more than one P, streams
+// sending by reference get a floor (inflight.go), marked as it says while
+// it sizes the budget: on a writev conn (TCP) two or more of them get
+// sharedParallelInflight; on a conn whose peer's read loop is busy (TLS,
+// noise) one or more get sharedDecryptInflight, or sharedLookInflight
+// where the writer looks at the socket after bulk batches and two or more
+// of them send. mu held.
 func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
@@ -863,18 +862,23 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		w.bound.minRefRoom = minRefCut + headerSize
 	}
 	w.sharedLook = false
-	if w.busyReadLoop() {
-		floor := 0
-		switch refs := w.sched.refStreams(2); {
-		case refs >= 2 && w.waker != nil:
-			floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
-			w.sharedLook = true
-		case refs >= 1:
-			floor = sharedDecryptInflight
+	if !w.parallel {
+		return
+	}
+	floor, markers := 0, sharedDecryptMarkers
+	switch refs := w.sched.refStreams(2); {
+	case w.writev:
+		if refs >= 2 {
+			floor, markers = sharedParallelInflight, sharedParallelMarkers // several bulk streams on TCP
 		}
-		if floor > 0 {
-			w.bound.floor(floor, sharedDecryptMarkers)
-		}
+	case refs >= 2 && w.waker != nil:
+		floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
+		w.sharedLook = true
+	case refs >= 1:
+		floor = sharedDecryptInflight
+	}
+	if floor > 0 {
+		w.bound.floor(floor, markers)
 	}
 }
 

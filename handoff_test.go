@@ -218,7 +218,10 @@ func TestWriterSharedDecryptBudget(t *testing.T) {
 		{"TLS, bulk, two Ps, long round trip", false, true, true, true, false, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
 		{"TLS, small messages, two Ps", false, true, false, true, false, 10 * time.Microsecond, minInflight, markersPerBudget},
 		{"TLS, bulk, one P", false, false, true, false, false, 10 * time.Microsecond, minInflight, markersPerBudget},
-		{"TCP, bulk, two Ps", true, true, true, false, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, two Ps", true, true, true, false, false, 10 * time.Microsecond, sharedParallelInflight, sharedParallelMarkers},
+		{"TCP, one bulk stream beside small frames, two Ps", true, true, true, false, true, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, one P", true, false, true, false, false, 10 * time.Microsecond, minInflight, markersPerBudget},
+		{"TCP, bulk, two Ps, long round trip", true, true, true, false, false, longRTT, int(longRTT.Seconds() * inflightRate), markersPerBudget},
 	}
 	for _, c := range cases {
 		w := &writer{codec: yamuxCodec{}, writev: c.writev, parallel: c.parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(c.rtt)}

@@ -661,8 +661,8 @@ func TestWriterLoneTakesTurns(t *testing.T) {
 // session's start or once severalQuiet passed since the last small frame:
 // what the budget holds back is only the next small frame, and there is
 // none (BenchmarkBulkStreams). A small frame of any stream while several
-// send restarts the quiet (the budget back to one, or the floor beside a
-// busy read loop); a lone stream's own small frames do not.
+// send restarts the quiet (the budget back to one, or with more than one
+// P its floor); a lone stream's own small frames do not.
 func TestWriterSeveralBulkStreams(t *testing.T) {
 	payload := make([]byte, 64<<10)
 	for _, c := range []struct {
@@ -670,7 +670,7 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 		writev, parallel bool
 		lone, shared     int
 	}{
-		{"TCP, two Ps", true, true, loneParallelScale * minInflight, minInflight},
+		{"TCP, two Ps", true, true, loneParallelScale * minInflight, sharedParallelInflight},
 		{"TCP, one P", true, false, loneSerialScale * minInflight, minInflight},
 		{"TLS, two Ps", false, true, loneDecryptScale * minInflight, sharedDecryptInflight},
 	} {
