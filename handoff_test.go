@@ -192,11 +192,13 @@ func TestReceiveSmallReportsAWaitingRead(t *testing.T) {
 // without writev with more than one P, the budget is at least
 // sharedDecryptInflight, or sharedLookInflight where the writer looks at
 // the socket after bulk batches (a read waker, readwake.go) and two or
-// more streams send by reference, marked
-// sharedDecryptMarkers times while that floor sizes it; a longer round
-// trip's larger budget keeps
-// markersPerBudget markers. With copied frames only, on a writev conn or
-// at one P it stays at minInflight, marked markersPerBudget times. Where
+// more streams send by reference, marked sharedDecryptMarkers times while
+// that floor sizes it; on a writev conn (TCP) with more than one P two or
+// more such streams get sharedParallelInflight, marked
+// sharedParallelMarkers times. A longer round trip's larger budget keeps
+// markersPerBudget markers. With copied frames only, at one P, or with
+// one bulk stream on a writev conn it stays at minInflight, marked
+// markersPerBudget times. Where
 // the writer looks after bulk batches and two or more streams send by
 // reference, a batch takes sharedLookBatch bytes of them (a 64 KiB frame
 // is cut there); elsewhere the first 64 KiB frame goes whole.
