@@ -867,10 +867,11 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	}
 	floor, markers := 0, sharedDecryptMarkers
 	switch refs := w.sched.refStreams(2); {
+	case w.writev && refs >= 2:
+		floor, markers = sharedParallelInflight, sharedParallelMarkers // several bulk streams on TCP
 	case w.writev:
-		if refs >= 2 {
-			floor, markers = sharedParallelInflight, sharedParallelMarkers // several bulk streams on TCP
-		}
+		// One bulk stream on TCP has no floor: beside small frames it
+		// keeps one budget, alone its lone budgets.
 	case refs >= 2 && w.waker != nil:
 		floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
 		w.sharedLook = true
