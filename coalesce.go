@@ -165,15 +165,13 @@ type writer struct {
 	several   bool
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
-	// (sizeBudgetLocked): their batches are bound to lookBatch
+	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
 	// (takeLocked), and a Write waiting for its by-reference frame does
 	// not look at the socket (sendRef, readWaker.beforeRefWait). Kept
 	// rather than derived again in takeLocked, which would scan the ring
 	// a second time per batch; it is exactly as fresh as the budget sized
-	// with it. lookBatch is sharedLookBatch while a small frame came
-	// beside the bulk within the quiet, sharedLookBulkBatch otherwise.
+	// with it.
 	sharedLook  bool
-	lookBatch   int
 	inlineState           // a stream's own write of a frame (inline.go)
 	rate        writeRate // how fast the conn takes large writes (writerate.go)
 
@@ -517,7 +515,7 @@ func (w *writer) takeLocked() {
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.copyRoom()))
 	}
 	if w.sharedLook {
-		refLimit = min(refLimit, w.lookBatch)
+		refLimit = min(refLimit, sharedLookBatch)
 	}
 	if b.data == nil && w.sched.queued > 0 {
 		// take copies at most what is queued: the buffer never grows.
@@ -877,13 +875,6 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	case refs >= 2 && w.waker != nil:
 		floor = sharedLookInflight // several bulk streams, and the writer looks after their batches (readwake.go)
 		w.sharedLook = true
-		// One budget (loneScale) here means a small frame came beside
-		// the bulk within the quiet: the lone budgets of a conn
-		// without writev with more than one P are loneDecryptScale.
-		w.lookBatch = sharedLookBulkBatch
-		if scale == 1 {
-			w.lookBatch = sharedLookBatch
-		}
 	case refs >= 1:
 		floor = sharedDecryptInflight
 	}

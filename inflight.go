@@ -161,46 +161,9 @@ const (
 	sharedLookInflight = 6 * 64 * 1024
 	// sharedLookBatch bounds a batch's bytes of by-reference frames where
 	// sharedLookInflight applies (several streams send by reference, and
-	// the writer looks at the socket after its bulk batches) and a small
-	// frame came beside them within the quiet (loneScale): two whole TLS
-	// records, a 64 KiB frame cut there. Several transfers with no small
-	// frame beside them keep sharedLookBulkBatch.
-	// A small message's round trip beside the bulk waits behind the
-	// batches the peer's read loop has not yet read (below), so a batch
-	// is the step it waits in. Session 41 found the mode in which braid's
-	// loaded p50 doubled for minutes (sessions 38-40) to be the peer's
-	// read loop two batches behind instead of one: a probe (AMD EPYC VM,
-	// TLS, GOMAXPROCS 2, the ping beside 10 bulk streams, both ends in
-	// one process) counted, as each request's batch began, the bytes
-	// written and not yet read by the peer: median 42-47 KB in the fast
-	// mode (p50 52-55 µs), 97-98 KB in the slow one (p50 110-140 µs),
-	// 90th percentile 48 KB against 196 KB, with the peer's read loop
-	// busy, not parked, at 80 % of the requests, and its Reads lent 66-
-	// 71 % of the bytes instead of 80-85 % (the frames that come while
-	// their Read is not back are copied through the stream's buffer, so
-	// the read loop that is behind costs more a byte and stays behind).
-	// The budget did not move it (sharedLookInflight of 4, 6 or 12
-	// frames: p50 118-136 µs, less bulk), nor markers every 96 or 48 KiB
-	// (worse: 145 KB ahead), a look at the socket at the writer's parks
-	// while the budget binds or at every Read's park, or draining the
-	// budget every 5 or 20 ms; 32 KiB batches did: in the slow mode, in
-	// interleaved runs, p50 70-107 µs against 100-137, bulk 927-1,017
-	// against 955-1,063 MB/s, 32-62 KB ahead (24 KiB: p50 68-92, bulk
-	// 731-857; coalescing off: p50 72-100, bulk 611-709). Paired runs
-	// against 48 KiB over a mix of both modes (benchpairs, 10 pairs):
-	// p50 x0.836 (0 of 10 above), mean x0.822, p99 x1.123, bulk x0.986;
-	// at random moments beside the bulk (BenchmarkPingPongSpaced, 8
-	// pairs) p50 x0.993, p99 x1.118, bulk x0.989. Session 35, in the
-	// fast mode, had measured 32 KiB at p50 x0.90, p99 x1.21, bulk x0.95
-	// and kept 48 (sharedLookBulkBatch's history, below).
-	sharedLookBatch = 32 * 1024
-	// sharedLookBulkBatch is sharedLookBatch for several streams sending
-	// by reference with no small frame beside them within the quiet
-	// (BenchmarkBulkStreams): three whole TLS records, the bound sessions
-	// 35-40 gave every such batch (32 KiB measured x0.976 there, 8 pairs,
-	// within their spread). Its history, from when it bounded the ping's
-	// batches too: with the look a small message's round trip beside the
-	// bulk goes batch by batch: the
+	// the writer looks at the socket after its bulk batches): three whole
+	// TLS records, a 64 KiB frame cut there. With the look a small
+	// message's round trip beside the bulk goes batch by batch: the
 	// request waits for the batch being written to end, the reply is
 	// read after a batch (the look), and the next request goes with the
 	// batch after it; a smaller batch is a shorter step. Measured
@@ -222,7 +185,7 @@ const (
 	// beside one bulk stream 32 KiB batches (a throwaway knob, every
 	// TLS session at two P) changed nothing (p50 x1.02, 5 pairs), and
 	// one-stream bulk measured x0.99 with them.
-	sharedLookBulkBatch = 48 * 1024
+	sharedLookBatch = 48 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
 	// then reads (over TLS, decrypts) what is ahead of a marker while

@@ -712,40 +712,6 @@ func TestWriterSeveralBulkStreams(t *testing.T) {
 	w.stopMarkerTimer()
 }
 
-// TestWriterLookBatch: where several streams send by reference and the
-// writer looks at the socket after their batches (TLS with a read waker,
-// more than one P), a batch takes sharedLookBulkBatch bytes of them while
-// they send alone, and sharedLookBatch once a small frame of another
-// stream came beside them, until the quiet after it ends: the small
-// message waits behind the batches the peer has not yet read.
-func TestWriterLookBatch(t *testing.T) {
-	payload := make([]byte, 64<<10)
-	w := &writer{codec: yamuxCodec{}, parallel: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), waker: &readWaker{}}
-	streams := make([]streamSend, 4)
-	for i := range streams {
-		id := uint32(2*i + 1)
-		w.sched.pushRef(&streams[i], header{typ: typeData, streamID: id}, payload)
-		w.sched.refFrameLen(id, len(payload))
-	}
-	// Each take cuts a frame at the batch's bound: 256 KiB queued
-	// outlast the four batches.
-	take := func(what string, want int) {
-		t.Helper()
-		require.True(t, w.hasWorkLocked(), what)
-		require.True(t, w.sharedLook, what)
-		w.takeLocked()
-		require.Equal(t, want, w.b.size, what)
-	}
-	take("several bulk streams alone", sharedLookBulkBatch)
-	var small streamSend
-	w.sched.push(&small, header{typ: typeData, streamID: 99, length: 1}, []byte{1})
-	take("a small frame beside them", sharedLookBatch+headerSize+1)
-	take("within the quiet after it", sharedLookBatch)
-	w.loneAfter = time.Now() // the quiet is over
-	take("the quiet over", sharedLookBulkBatch)
-	w.stopMarkerTimer()
-}
-
 // deadlineConn is a real conn that records the write deadlines set on it.
 type deadlineConn struct {
 	net.Conn
