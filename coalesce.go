@@ -852,8 +852,8 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.path == nil {
 		return
 	}
-	scale, markers := w.loneScale(lone)
-	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, markers)
+	scale, loneMarkers := w.loneScale(lone)
+	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, loneMarkers)
 	// The least room the next frames can use, for needMarker: a lone
 	// stream's whole frame goes with any room, a cut needs minRefCut
 	// (scheduler.refFits).
@@ -865,10 +865,10 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if !w.parallel {
 		return
 	}
-	floor, markers := 0, sharedDecryptMarkers
+	floor, floorMarkers := 0, sharedDecryptMarkers
 	switch refs := w.sched.refStreams(2); {
 	case w.writev && refs >= 2:
-		floor, markers = sharedParallelInflight, sharedParallelMarkers // several bulk streams on TCP
+		floor, floorMarkers = sharedParallelInflight, sharedParallelMarkers // several bulk streams on TCP
 	case w.writev:
 		// One bulk stream on TCP has no floor: beside small frames it
 		// keeps one budget, alone its lone budgets.
@@ -879,7 +879,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		floor = sharedDecryptInflight
 	}
 	if floor > 0 {
-		w.bound.floor(floor, markers)
+		w.bound.floor(floor, floorMarkers)
 	}
 }
 

@@ -493,9 +493,10 @@ func (f *inflight) setBudget(rtt time.Duration, shared bool, scale, markers int)
 }
 
 // floor raises a budget that is on to at least n and, where n is what
-// sizes it, marks it markers times: the marker spacing was measured with
-// the floor (sharedDecryptInflight), and a larger budget that a long round
-// trip sizes keeps its quarter steps. mu held.
+// sizes it, marks it markers times: each floor's marker spacing was
+// measured with it (sharedDecryptMarkers, sharedParallelMarkers), and a
+// larger budget that a long round trip sizes keeps its quarter steps. mu
+// held.
 func (f *inflight) floor(n, markers int) {
 	if f.budget > 0 && f.budget <= n {
 		f.budget = n
