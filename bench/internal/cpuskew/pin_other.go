@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cpuskew
+
+func allowedCPUs() ([]int, func(), error) { return nil, nil, ErrUnsupported }
+
+func pin(int) error { return ErrUnsupported }
