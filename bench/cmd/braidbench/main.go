@@ -7,6 +7,9 @@
 // won or lost against the targets of issues #12 and #15, and a lost one
 // marked when the rounds overlap the target (braid's best round meets it
 // against the other's worst: the medians miss, more rounds could tell).
+// Before each cell of each round it samples each CPU's AES-GCM rate
+// (bench/cmd/cpuskew), and a row whose cell ran while one CPU was much
+// slower than another says in which rounds (skew.go).
 //
 // Run it with no flags:
 //

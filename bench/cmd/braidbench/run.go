@@ -25,6 +25,9 @@ type report struct {
 type cellResult struct {
 	cell
 	Results []contenderResult `json:"results"`
+	// Skew is, per round, the CPUs' slowest seal rate over their fastest
+	// just before the cell ran (skew.go); 0 where it was not measured.
+	Skew []float64 `json:"vcpu_skew,omitempty"`
 }
 
 // contenderResult is one contender's samples of one cell.
@@ -124,6 +127,7 @@ func jobsPerRound(rep *report) int {
 // runCell runs one round of cell c: its contenders in turn, or side by
 // side.
 func runCell(ctx context.Context, opts options, rep *report, c *cellResult, round int, prog *progress) {
+	c.Skew = append(c.Skew, sampleSkew())
 	if c.Procs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.Procs))
 	}

@@ -85,7 +85,8 @@ func TestQuickRun(t *testing.T) {
 				Name string `json:"name"`
 			} `json:"contenders"`
 			Cells []struct {
-				ID      string `json:"id"`
+				ID      string    `json:"id"`
+				Skew    []float64 `json:"vcpu_skew"`
 				Results []struct {
 					Contender     string               `json:"contender"`
 					Samples       []map[string]float64 `json:"samples"`
@@ -106,6 +107,9 @@ func TestQuickRun(t *testing.T) {
 		}
 		seen := map[string]int{}
 		for _, c := range got.Cells {
+			if len(c.Skew) != opts.Rounds {
+				t.Errorf("%s: %d vCPU samples, want one a round (%d)", c.ID, len(c.Skew), opts.Rounds)
+			}
 			if len(c.Results) != len(want) {
 				t.Errorf("%s: %d results, want %d", c.ID, len(c.Results), len(want))
 			}

@@ -175,6 +175,9 @@ func buildVerdict(rep *report) []verdictRow {
 		ts := targetsFor(c)
 		for _, t := range ts {
 			r := cellVerdict(c, t)
+			if note := skewNote(c); note != "" {
+				r.Detail += "; " + note
+			}
 			if len(ts) > 1 {
 				// Name the metric where a workload has a row per metric.
 				name, _, _ := strings.Cut(t.metric, " ")

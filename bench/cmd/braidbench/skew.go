@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/braidmux/braid/bench/internal/cpuskew"
+)
+
+// The vCPUs before each cell. On a virtual machine one vCPU can run a
+// third slower than another for seconds to minutes, and some workloads
+// change mode with it (the TLS ping beside bulk at two P: README, "What
+// falls short"). Before each cell of each round the run seals AES-GCM on
+// each CPU in turn (cpuskew) and keeps the slowest rate over the
+// fastest, so that a row's figures can be read against the CPUs they
+// ran on.
+
+const (
+	// skewSampleTime is each CPU's share of a sample: 50 ms, a tenth of
+	// a second a cell on two CPUs (about 4 % of the default run), long
+	// enough that even CPUs measure within a few percent of each other.
+	skewSampleTime = 50 * time.Millisecond
+	// skewedBelow is the ratio under which the CPUs count as skewed:
+	// even ones measured 0.9-1.0 here, skewed ones 0.57-0.79 (session
+	// 42, docs/measurements.md).
+	skewedBelow = 0.8
+)
+
+// sampleSkew returns the slowest CPU's seal rate over the fastest's, or
+// 0 where it cannot be measured (one CPU, or pinning unsupported).
+func sampleSkew() float64 {
+	s, err := cpuskew.Measure(skewSampleTime)
+	if err != nil || len(s.Rates) < 2 {
+		return 0
+	}
+	return s.Ratio()
+}
+
+// skewedRounds lists the rounds (from 1) before which c's sample found
+// the CPUs skewed.
+func skewedRounds(c *cellResult) []int {
+	var rounds []int
+	for i, q := range c.Skew {
+		if q > 0 && q < skewedBelow {
+			rounds = append(rounds, i+1)
+		}
+	}
+	return rounds
+}
+
+// skewNote is what a verdict row's detail says of c's CPUs: nothing
+// when every round's sample found them even (or none was taken).
+func skewNote(c *cellResult) string {
+	rounds := skewedRounds(c)
+	if len(rounds) == 0 {
+		return ""
+	}
+	word := "round"
+	if len(rounds) > 1 {
+		word = "rounds"
+	}
+	return fmt.Sprintf("vCPUs skewed in %s %s", word, joinInts(rounds))
+}
+
+// skewSummary is the report's line on the CPUs: per round, the range of
+// the samples and how many cells ran skewed; "" when nothing was
+// sampled.
+func skewSummary(rep *report) string {
+	var parts []string
+	for round := 0; ; round++ {
+		lo, hi, n, skewed := 0.0, 0.0, 0, 0
+		for i := range rep.Cells {
+			c := &rep.Cells[i]
+			if round >= len(c.Skew) || c.Skew[round] <= 0 {
+				continue
+			}
+			q := c.Skew[round]
+			if n == 0 || q < lo {
+				lo = q
+			}
+			hi = max(hi, q)
+			n++
+			if q < skewedBelow {
+				skewed++
+			}
+		}
+		if n == 0 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("round %d %.2f-%.2f (%d of %d cells skewed)", round+1, lo, hi, skewed, n))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ")
+}
