@@ -18,11 +18,13 @@ import (
 
 const (
 	// skewSampleTime is each CPU's share of a sample: 50 ms, a tenth of
-	// a second a cell on two CPUs (about 4 % of the default run), long
-	// enough that even CPUs measure within a few percent of each other.
+	// a second a cell on two CPUs (the default run's 82 cells in 3 rounds
+	// took 6 min 10 s with the samples, 5 min 52-54 s before them),
+	// long enough that even CPUs measure within a few percent of each
+	// other.
 	skewSampleTime = 50 * time.Millisecond
 	// skewedBelow is the ratio under which the CPUs count as skewed:
-	// even ones measured 0.9-1.0 here, skewed ones 0.57-0.79 (session
+	// even ones measured 0.89-1.0 here, skewed ones 0.51-0.79 (session
 	// 42, docs/measurements.md).
 	skewedBelow = 0.8
 )
