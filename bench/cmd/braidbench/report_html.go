@@ -49,7 +49,7 @@ func writeHTML(w io.Writer, rep *report) error {
 		legend = append(legend, htmlLegend{Name: e.Name, Desc: e.Desc, Color: template.CSS(seriesColor(i))})
 	}
 	return htmlPage().Execute(w, htmlData{
-		Rep: rep, Date: rep.Machine.Date.Format(time.RFC1123), Took: rep.Duration.Round(time.Second).String(), Skew: skewSummary(rep), SkewBound: fmt.Sprintf("%.1f", skewedBelow),
+		Rep: rep, Date: rep.Machine.Date.Format(time.RFC1123), Took: rep.Duration.Round(time.Second).String(), Skew: skewLine(rep),
 		Legend: legend, Sections: hs, Text: text.String(), TextFont: textFont(text.String()),
 		Verdict: vr, Won: won, Lost: lost, Overlap: overlap, Unmeasured: un, Tie: fmt.Sprintf("%.0f %%", 100*tieTolerance),
 		BestOthers: strings.Join(bestOthers(), ", "),
@@ -84,7 +84,7 @@ type htmlData struct {
 	Rep                            *report
 	Date                           string
 	Took                           string
-	Skew, SkewBound                string // skewSummary; the ratio under which the CPUs count as skewed
+	Skew                           string // skewLine
 	Legend                         []htmlLegend
 	Sections                       []htmlSection
 	Text                           string
@@ -431,7 +431,7 @@ pre.text{font-size:10px;background:#f7f7f7;padding:1em;width:max-content;min-wid
 <tr><td>Go</td><td>{{.Rep.Machine.GoVersion}}, GOMAXPROCS {{.Rep.Machine.GOMAXPROCS}}</td></tr>
 <tr><td>date</td><td>{{.Date}}</td></tr>
 <tr><td>run</td><td>{{.Rep.Options.Rounds}} round(s), took {{.Took}}{{if .Rep.Options.Quick}} (-quick){{end}}{{if not .Rep.Complete}} <span class="warn">interrupted: partial results</span>{{end}}</td></tr>
-{{if .Skew}}<tr><td>vCPUs</td><td>slowest/fastest AES-GCM rate before each cell, below {{.SkewBound}} skewed: {{.Skew}}</td></tr>{{end}}
+{{if .Skew}}<tr><td>vCPUs</td><td>{{.Skew}}</td></tr>{{end}}
 </table>
 <section id="verdict"><details open><summary><h2>Verdict</h2></summary>
 <p class="tally">braid met <b class="won">{{.Won}}</b> targets and missed <b class="lost">{{.Lost}}</b>{{if .Overlap}} ({{.Overlap}} of them with braid's best round meeting the target against the other's worst: the medians miss, more rounds could tell){{end}}{{if .Unmeasured}}; {{.Unmeasured}} not measured{{end}}.</p>

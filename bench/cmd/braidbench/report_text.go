@@ -51,8 +51,8 @@ func writeHeader(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "run:      %d round(s), %s, took %v%s\n", rep.Options.Rounds, state, rep.Duration.Round(time.Second),
 		map[bool]string{true: " (-quick)"}[rep.Options.Quick])
 	fmt.Fprintf(w, "figures:  median of the rounds [min-max]; xtcp and xyamux are the median over tcp's and yamux's median of the same run\n")
-	if sk := skewSummary(rep); sk != "" {
-		fmt.Fprintf(w, "vcpus:    slowest/fastest AES-GCM rate before each cell, below %.1f skewed: %s\n", skewedBelow, sk)
+	if sk := skewLine(rep); sk != "" {
+		fmt.Fprintf(w, "vcpus:    %s\n", sk)
 	}
 	fmt.Fprintf(w, "\ncontenders:\n")
 	for _, e := range rep.Contenders {

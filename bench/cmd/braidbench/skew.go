@@ -39,12 +39,16 @@ func sampleSkew() float64 {
 	return s.Ratio()
 }
 
+// skewed tells whether a sample q found the CPUs skewed: 0, not
+// measured, is not.
+func skewed(q float64) bool { return q > 0 && q < skewedBelow }
+
 // skewedRounds lists the rounds (from 1) before which c's sample found
 // the CPUs skewed.
 func skewedRounds(c *cellResult) []int {
 	var rounds []int
 	for i, q := range c.Skew {
-		if q > 0 && q < skewedBelow {
+		if skewed(q) {
 			rounds = append(rounds, i+1)
 		}
 	}
@@ -65,13 +69,13 @@ func skewNote(c *cellResult) string {
 	return fmt.Sprintf("vCPUs skewed in %s %s", word, joinInts(rounds))
 }
 
-// skewSummary is the report's line on the CPUs: per round, the range of
+// skewSummary is the per-round part of skewLine: per round, the range of
 // the samples and how many cells ran skewed; "" when nothing was
 // sampled.
 func skewSummary(rep *report) string {
 	var parts []string
 	for round := 0; ; round++ {
-		lo, hi, n, skewed := 0.0, 0.0, 0, 0
+		lo, hi, n, nSkewed := 0.0, 0.0, 0, 0
 		for i := range rep.Cells {
 			c := &rep.Cells[i]
 			if round >= len(c.Skew) || c.Skew[round] <= 0 {
@@ -83,17 +87,28 @@ func skewSummary(rep *report) string {
 			}
 			hi = max(hi, q)
 			n++
-			if q < skewedBelow {
-				skewed++
+			if skewed(q) {
+				nSkewed++
 			}
 		}
 		if n == 0 {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("round %d %.2f-%.2f (%d of %d cells skewed)", round+1, lo, hi, skewed, n))
+		parts = append(parts, fmt.Sprintf("round %d %.2f-%.2f (%d of %d cells skewed)", round+1, lo, hi, nSkewed, n))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return strings.Join(parts, "; ")
+}
+
+// skewLine is the report's sentence on the CPUs, the text's header and
+// the HTML's table alike: what was sampled, the bound, and skewSummary;
+// "" when nothing was sampled.
+func skewLine(rep *report) string {
+	sk := skewSummary(rep)
+	if sk == "" {
+		return ""
+	}
+	return fmt.Sprintf("slowest/fastest AES-GCM rate before each cell, below %.1f skewed: %s", skewedBelow, sk)
 }

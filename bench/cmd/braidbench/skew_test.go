@@ -71,6 +71,13 @@ func TestVerdictNamesSkewedRounds(t *testing.T) {
 	if !strings.Contains(text.String(), "vcpus:") || !strings.Contains(text.String(), "round 2 0.64-0.64 (1 of 1 cells skewed)") {
 		t.Errorf("the header does not sum the CPUs up:\n%s", text.String())
 	}
+	var page strings.Builder
+	if err := writeHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	if line := skewLine(rep); !strings.Contains(page.String(), "<td>vCPUs</td><td>"+line+"</td>") {
+		t.Errorf("the HTML report lacks the CPUs' line %q", line)
+	}
 }
 
 // TestSampleSkew: where the CPUs can be measured (Linux, two or more),

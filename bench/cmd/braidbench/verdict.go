@@ -173,9 +173,10 @@ func buildVerdict(rep *report) []verdictRow {
 			continue
 		}
 		ts := targetsFor(c)
+		note := skewNote(c)
 		for _, t := range ts {
 			r := cellVerdict(c, t)
-			if note := skewNote(c); note != "" {
+			if note != "" {
 				r.Detail += "; " + note
 			}
 			if len(ts) > 1 {
