@@ -186,12 +186,14 @@ const (
 	// TLS session at two P) changed nothing (p50 x1.02, 5 pairs), and
 	// one-stream bulk measured x0.99 with them. Session 41 measured 32
 	// KiB again (docs/measurements.md): in the mode where the peer's read
-	// loop runs two batches behind (README, "What falls short") it
-	// halved the bytes ahead of the ping (p50 70-107 against 100-137
-	// µs), but in the fast mode, where most rounds fall, the peer's read
+	// loop runs two batches behind (README, "What falls short"; it sits
+	// on a vCPU the host runs a third slower, session 42) it halved the
+	// bytes ahead of the ping (p50 70-107 against 100-137 µs), but in
+	// the fast mode (even vCPUs), where most rounds fall, the peer's read
 	// loop parked between the shorter batches and a 64 KiB frame came in
 	// two halves, one of them lent: p50 x1.22, p99 x1.19, bulk x0.96
-	// (10 pairs). 48 KiB stays.
+	// (10 pairs). 48 KiB stays; switched on only while the budget's
+	// parks pass 4 % of the batches (session 42) it saved too little.
 	sharedLookBatch = 48 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
