@@ -193,7 +193,10 @@ const (
 	// loop parked between the shorter batches and a 64 KiB frame came in
 	// two halves, one of them lent: p50 x1.22, p99 x1.19, bulk x0.96
 	// (10 pairs). 48 KiB stays; switched on only while the budget's
-	// parks pass 4 % of the batches (session 42) it saved too little.
+	// parks pass 4 % of the batches (session 42) it saved too little,
+	// and with the vCPUs sampled (session 43) 32, 24 and 16 KiB moved
+	// along the same trade on skewed vCPUs without reaching coalescing
+	// off's p50 (16 KiB: 82 against 76 µs) and cost the even ones.
 	sharedLookBatch = 48 * 1024
 	// loneParallelScale multiplies the budget while one stream alone
 	// sends (for loneQuiet at least) and the session has more than one P. The peer's read loop
