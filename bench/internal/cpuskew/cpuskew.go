@@ -59,30 +59,58 @@ func (s Sample) Ratio() float64 {
 }
 
 // Measure seals on each CPU the process may run on for d, one CPU at a
-// time, and returns the rates. It pins a locked thread to each CPU in turn
-// and gives the thread its former CPU set back before it returns. The
-// other goroutines keep running meanwhile, so measure while nothing else
-// is busy.
+// time, and returns the rates. The other goroutines keep running
+// meanwhile, so measure while nothing else is busy.
+//
+// The work runs on a goroutine of its own, locked to its thread, which it
+// pins to each CPU in turn and then gives its former CPU set back. Only
+// when that succeeds does it unlock the thread; otherwise it ends locked,
+// and the runtime discards the thread rather than run other goroutines on
+// one pinned CPU. Measure waits for it.
 func Measure(d time.Duration) (Sample, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	type result struct {
+		s   Sample
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		s, restored, err := measureLocked(d)
+		if restored {
+			runtime.UnlockOSThread()
+		}
+		done <- result{s, err}
+	}()
+	r := <-done
+	return r.s, r.err
+}
+
+// measureLocked is Measure's work on the calling, locked thread; restored
+// tells whether the thread has its former CPU set back (so it may be
+// unlocked).
+func measureLocked(d time.Duration) (s Sample, restored bool, err error) {
 	cpus, restore, err := allowedCPUs()
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, true, err // nothing was changed
 	}
-	defer restore()
-	var s Sample
+	defer func() {
+		rerr := restore()
+		restored = rerr == nil
+		if err == nil && rerr != nil {
+			err = fmt.Errorf("cpuskew: giving the thread its CPUs back: %w", rerr)
+		}
+	}()
 	for _, cpu := range cpus {
 		if err := pin(cpu); err != nil {
-			return Sample{}, err
+			return Sample{}, false, err
 		}
 		rate, err := sealRate(d)
 		if err != nil {
-			return Sample{}, err
+			return Sample{}, false, err
 		}
 		s.Rates = append(s.Rates, Rate{CPU: cpu, MBPerSec: rate})
 	}
-	return s, nil
+	return s, false, nil
 }
 
 // sealRate seals records for d on the calling thread and returns MB/s.

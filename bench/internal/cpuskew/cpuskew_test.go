@@ -15,7 +15,7 @@ func TestMeasureEveryCPU(t *testing.T) {
 		}
 		return
 	}
-	cpus, restore, err := func() ([]int, func(), error) {
+	cpus, restore, err := func() ([]int, func() error, error) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		return allowedCPUs()
@@ -23,7 +23,9 @@ func TestMeasureEveryCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore()
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
 	s, err := Measure(20 * time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,8 @@ func TestMeasureEveryCPU(t *testing.T) {
 }
 
 // TestMeasureGivesTheCPUSetBack: the thread that measured runs where it
-// could before (it was pinned to one CPU at a time meanwhile).
+// could before (it was pinned to one CPU at a time meanwhile), and says
+// so, so that Measure may unlock it.
 func TestMeasureGivesTheCPUSetBack(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return // TestMeasureEveryCPU checks ErrUnsupported there
@@ -53,8 +56,38 @@ func TestMeasureGivesTheCPUSetBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	restore()
-	// Measure locks the same thread again (LockOSThread nests).
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	// The work Measure runs on its own locked thread, here on this one.
+	_, restored, err := measureLocked(time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !restored {
+		t.Fatal("measureLocked did not report the CPU set given back")
+	}
+	after, _, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(after, before) {
+		t.Fatalf("CPU set after measuring %v, before %v", after, before)
+	}
+}
+
+// TestMeasureLeavesTheCallerAlone: Measure pins a thread of its own, never
+// the caller's.
+func TestMeasureLeavesTheCallerAlone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before, _, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Measure(time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +96,7 @@ func TestMeasureGivesTheCPUSetBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(after, before) {
-		t.Fatalf("CPU set after Measure %v, before %v", after, before)
+		t.Fatalf("caller's CPU set after Measure %v, before %v", after, before)
 	}
 }
 

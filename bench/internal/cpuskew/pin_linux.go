@@ -10,7 +10,7 @@ type cpuSet [1024 / 64]uint64
 
 // allowedCPUs returns the CPUs the calling thread may run on, and a func
 // that gives the thread that set back. The thread must be locked.
-func allowedCPUs() ([]int, func(), error) {
+func allowedCPUs() ([]int, func() error, error) {
 	var set cpuSet
 	if err := schedAffinity(syscall.SYS_SCHED_GETAFFINITY, &set); err != nil {
 		return nil, nil, err
@@ -21,7 +21,7 @@ func allowedCPUs() ([]int, func(), error) {
 			cpus = append(cpus, i)
 		}
 	}
-	restore := func() { _ = schedAffinity(syscall.SYS_SCHED_SETAFFINITY, &set) }
+	restore := func() error { return schedAffinity(syscall.SYS_SCHED_SETAFFINITY, &set) }
 	return cpus, restore, nil
 }
 

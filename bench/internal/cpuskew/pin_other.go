@@ -2,6 +2,6 @@
 
 package cpuskew
 
-func allowedCPUs() ([]int, func(), error) { return nil, nil, ErrUnsupported }
+func allowedCPUs() ([]int, func() error, error) { return nil, nil, ErrUnsupported }
 
 func pin(int) error { return ErrUnsupported }
