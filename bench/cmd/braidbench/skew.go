@@ -69,12 +69,16 @@ func skewNote(c *cellResult) string {
 	return fmt.Sprintf("vCPUs skewed in %s %s", word, joinInts(rounds))
 }
 
-// skewSummary is the per-round part of skewLine: per round, the range of
-// the samples and how many cells ran skewed; "" when nothing was
-// sampled.
+// skewSummary is the per-round part of skewLine: per round with a
+// sample, the range of the samples and how many cells ran skewed; ""
+// when nothing was sampled.
 func skewSummary(rep *report) string {
+	rounds := 0
+	for i := range rep.Cells {
+		rounds = max(rounds, len(rep.Cells[i].Skew))
+	}
 	var parts []string
-	for round := 0; ; round++ {
+	for round := range rounds {
 		lo, hi, n, nSkewed := 0.0, 0.0, 0, 0
 		for i := range rep.Cells {
 			c := &rep.Cells[i]
@@ -92,7 +96,7 @@ func skewSummary(rep *report) string {
 			}
 		}
 		if n == 0 {
-			break
+			continue // no cell measured in this round: say nothing of it
 		}
 		parts = append(parts, fmt.Sprintf("round %d %.2f-%.2f (%d of %d cells skewed)", round+1, lo, hi, nSkewed, n))
 	}

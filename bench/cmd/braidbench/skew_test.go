@@ -44,6 +44,11 @@ func TestSkewSummary(t *testing.T) {
 	if got := skewSummary(&report{Cells: []cellResult{{}, {Skew: []float64{0}}}}); got != "" {
 		t.Errorf("nothing measured: skewSummary = %q, want \"\"", got)
 	}
+	// A round no cell could sample does not hide the rounds after it.
+	gap := &report{Cells: []cellResult{{Skew: []float64{0, 0.99}}, {Skew: []float64{0, 0.5}}}}
+	if got, want := skewSummary(gap), "round 2 0.50-0.99 (1 of 2 cells skewed)"; got != want {
+		t.Errorf("skewSummary after an unsampled round = %q, want %q", got, want)
+	}
 }
 
 // TestVerdictNamesSkewedRounds: a row's detail names the rounds its cell
