@@ -50,30 +50,16 @@ func TestMeasureGivesTheCPUSetBack(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return // TestMeasureEveryCPU checks ErrUnsupported there
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	before, restore, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := restore(); err != nil {
-		t.Fatal(err)
-	}
-	// The work Measure runs on its own locked thread, here on this one.
-	_, restored, err := measureLocked(time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !restored {
-		t.Fatal("measureLocked did not report the CPU set given back")
-	}
-	after, _, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(after, before) {
-		t.Fatalf("CPU set after measuring %v, before %v", after, before)
-	}
+	keepsThreadCPUs(t, "measuring", func() {
+		// The work Measure runs on its own locked thread, here on this one.
+		_, restored, err := measureLocked(time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !restored {
+			t.Fatal("measureLocked did not report the CPU set given back")
+		}
+	})
 }
 
 // TestMeasureLeavesTheCallerAlone: Measure pins a thread of its own, never
@@ -82,21 +68,30 @@ func TestMeasureLeavesTheCallerAlone(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
+	keepsThreadCPUs(t, "Measure", func() {
+		if _, err := Measure(time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// keepsThreadCPUs runs f on the test's thread, locked, and fails the test
+// if the thread's CPU set after f is not the one before.
+func keepsThreadCPUs(t *testing.T, what string, f func()) {
+	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	before, _, err := allowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Measure(time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	f()
 	after, _, err := allowedCPUs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(after, before) {
-		t.Fatalf("caller's CPU set after Measure %v, before %v", after, before)
+		t.Fatalf("the thread's CPU set after %s %v, before %v", what, after, before)
 	}
 }
 
