@@ -826,6 +826,7 @@ func (w *writer) hasWorkLocked() bool {
 		return true
 	}
 	if !w.sched.busy() {
+		w.bound.rate.idle()
 		return false
 	}
 	w.sizeBudgetLocked(!w.sched.cutsAtRoom())

@@ -424,6 +424,22 @@ const (
 	// minMarkerTimeout is the least time markers may go unanswered
 	// while data waits before the bound is switched off.
 	minMarkerTimeout = 100 * time.Millisecond
+	// linkRTT is the least round trip of a path whose markers also go by
+	// time (markDue): a network's, never loopback's, where the floors
+	// size the budget and place the markers.
+	linkRTT = time.Millisecond
+	// linkMarkersPerRTT is how many markers a round trip of a link
+	// carries at least: two, so that every sample of the peer's rate
+	// (ackrate.go, a round trip or more) ends within half a round trip.
+	linkMarkersPerRTT = 2
+	// linkMarkersPerBudget is how many markers a budget the path's rate
+	// sizes carries (ackrate.go): eight. It frees in steps of an eighth,
+	// so it keeps the path busy from 8/7 of the path's product up, below
+	// ackRateGain's 1.5. Measured (session 44, slowconn, synctest, the
+	// ping beside 10 bulk streams): with four markers Broadband's bulk
+	// was 11.79 MB/s of 12.17 (p50 24.2 ms); with eight 12.14 (24.2).
+	// A marker is a 12-byte frame and its pong, a few a round trip.
+	linkMarkersPerBudget = 8
 	// markerTimeoutRTTs is the same in round trips, for long links.
 	markerTimeoutRTTs = 8
 )
@@ -450,6 +466,17 @@ type inflight struct {
 	timer     *time.Timer
 	timerAck  uint64 // acked when the timer was armed
 	timerRecv uint64 // the frames received from the peer when it was armed
+	// rate is the peer's read rate, which caps the budget on a link
+	// slower than inflightRate (ackrate.go).
+	rate ackRate
+	// cappedEvery is how many bytes a marker follows at most while the
+	// path's rate sizes the budget (linkMarkersPerBudget), or 0.
+	cappedEvery int
+	// markInterval is how long bytes sent may go unmarked on a path of
+	// linkRTT or more (markDue), or 0; markedAt is when the last marker
+	// was queued.
+	markInterval time.Duration
+	markedAt     time.Time
 	// minRefRoom is the least room by-reference frames can use: 1 while
 	// a lone stream's whole frame goes with any room, minRefCut and a
 	// header while several streams' frames are cut at the room
@@ -489,11 +516,31 @@ func (f *inflight) setBudget(rtt time.Duration, shared bool, scale, markers int)
 	if shared {
 		f.refHold = sharedRefHold
 	}
+	f.cappedEvery, f.markInterval = 0, 0
 	if rtt <= 0 {
 		f.budget = 0
 		return
 	}
-	f.budget = max(minInflight, int(rtt.Seconds()*inflightRate))
+	rate := float64(inflightRate)
+	if rtt >= linkRTT {
+		// A network's path: its markers also go by time, and once the
+		// peer's rate is known it sizes the budget (ackrate.go). On
+		// loopback the floors do, as below.
+		f.markInterval = rtt / linkMarkersPerRTT
+		rate = f.rate.rate(inflightRate)
+	}
+	f.budget = max(minInflight, int(rtt.Seconds()*rate))
+	if rate < inflightRate {
+		// The path's rate sizes the budget: its markers come every
+		// linkMarkersPerBudget-th of it, also while a lone stream's
+		// budgets (scale) carry fewer. A lone stream's budgets on a link
+		// are unmarked megabytes; when another stream joins, the budget
+		// is back to one, and without a marker within it the writer
+		// would wait a whole round trip for the one far behind (session
+		// 44: one-stream bulk beside a ping on LongFat fell to 75 MB/s
+		// of 121 that way).
+		f.cappedEvery = f.budget / linkMarkersPerBudget
+	}
 	f.budget *= max(1, scale)
 }
 
@@ -535,7 +582,16 @@ func (f *inflight) needMarker() bool {
 		// new marker can free it.
 		return len(f.markers) == 0 && f.acked < f.sent && f.refHeld()
 	}
-	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refHeld()
+	return f.sent-f.marked >= uint64(f.markerEvery()) || f.refHeld() || f.markDue()
+}
+
+// markDue tells whether bytes sent unmarked have waited markInterval
+// since the last marker, on a path whose round trip is at least
+// linkRTT. There a budget of inflightRate's round trip is megabytes, a
+// marker's share of it seconds of a slow link, and the peer's rate
+// (ackrate.go) would be learned a sample every few seconds. mu held.
+func (f *inflight) markDue() bool {
+	return f.markInterval > 0 && time.Since(f.markedAt) >= f.markInterval
 }
 
 // refHeld tells whether the bound holds by-reference frames back: the
@@ -556,6 +612,9 @@ func (f *inflight) markerEvery() int {
 	if n <= 0 {
 		n = markersPerBudget
 	}
+	if f.cappedEvery > 0 {
+		return min(f.budget/n, f.cappedEvery)
+	}
 	return f.budget / n
 }
 
@@ -569,8 +628,9 @@ func (f *inflight) mark() uint32 { return f.markAt(f.sent) }
 func (f *inflight) markAt(at uint64) uint32 {
 	f.seq++
 	id := markerFlag | f.seq&^markerFlag
-	f.markers = append(f.markers, marker{id: id, offset: min(at, f.sent), at: time.Now()})
-	f.marked = f.sent
+	now := time.Now()
+	f.markers = append(f.markers, marker{id: id, offset: min(at, f.sent), at: now})
+	f.marked, f.markedAt = f.sent, now
 	return id
 }
 
@@ -598,15 +658,18 @@ func isMarker(id uint32) bool { return id&markerFlag != 0 }
 // it, so its round trip is the path's and more, never less, and the
 // path's least sample within rttHorizon is what sizes the budget.
 func (w *writer) markerAnswered(id uint32) {
+	now := time.Now()
 	w.mu.Lock()
 	queued, ok := w.bound.answered(id)
+	if ok && w.path != nil {
+		w.bound.rate.answered(w.bound.acked, queued, now, w.path.leastRTT())
+	}
 	if ok && w.bound.blocked {
 		w.bound.blocked = false
 		w.signal()
 	}
 	w.mu.Unlock()
 	if ok && w.path != nil {
-		now := time.Now()
 		w.path.rttSample(now.Sub(queued), now)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/braidmux/braid/bench/internal/contenders"
+	"github.com/braidmux/braid/slowconn"
 )
 
 // The loopback measurements: the benchmarks of benchmarks_test.go as
@@ -242,6 +243,14 @@ func PingPongLoad(ctx context.Context, c contenders.Contender, n, neighbours int
 	return pingPongLoad(ctx, c, n, pingLoad{neighbours: neighbours}, maxTime)
 }
 
+// PingPongLink is PingPongLoad over a simulated link instead of loopback
+// TCP: a small message beside bulk streams where the link, not the CPU,
+// is the bottleneck, and whatever the sender keeps in flight queues in
+// the link's buffer ahead of it.
+func PingPongLink(ctx context.Context, c contenders.Contender, link slowconn.Link, n, neighbours int, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, pingLoad{neighbours: neighbours, link: &link}, maxTime)
+}
+
 // PingPongHost is the idle PingPong as a go-libp2p host runs it: both
 // sessions always have an Accept waiting (a host's swarm accepts every
 // stream the peer opens, from the moment the connection is up), so a
@@ -258,6 +267,7 @@ type pingLoad struct {
 	neighbours int                  // streams writing bulk data beside the pings
 	gap        func() time.Duration // the pause before each round trip that counts; nil: none
 	accepting  bool                 // an Accept waits on both sessions throughout (PingPongHost)
+	link       *slowconn.Link       // the sessions' conn: a simulated link; nil: loopback TCP
 }
 
 // RequestGap is the pause before each round trip of
@@ -312,7 +322,14 @@ const spacedSeed = 12
 // pingPongLoad is PingPongLoad with load beside the round trips.
 func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingLoad, maxTime time.Duration) (PingResult, error) {
 	neighbours, gap := load.neighbours, load.gap
-	p, err := LoopbackPair(ctx, c)
+	var p *Pair
+	var err error
+	if load.link != nil {
+		c1, c2 := slowconn.Pipe(*load.link)
+		p, err = NewPair(ctx, c, c1, c2)
+	} else {
+		p, err = LoopbackPair(ctx, c)
+	}
 	if err != nil {
 		return PingResult{}, err
 	}

@@ -1,0 +1,127 @@
+package braid
+
+import "time"
+
+// The rate the peer reads this side's stream data at, learned from the
+// in-flight bound's markers, so that on a real link the bound keeps about
+// the path's bandwidth-delay product in flight rather than inflightRate's.
+//
+// The budget covers a round trip at inflightRate (10 Gbit/s). On loopback
+// that is below every floor, which size the budget there; on a path whose
+// round trip is linkRTT or more and whose rate is below inflightRate it is
+// no bound at all: 1 Gbit/s with a 1 ms round trip gets a 1.25
+// MB budget for a 125 KB path, and whatever the sender has in flight
+// beyond the path queues in the bottleneck's buffer (or, where the socket
+// is reachable but the congestion control fills buffers, in the network),
+// ahead of the next small message of another stream. Measured on slowconn
+// links, 10 streams writing 64 KiB beside a 64 B ping-pong at GOMAXPROCS 2
+// (session 44, BenchmarkPingPongLink): on LAN the ping's p50 was 13.9 ms
+// for a 1 ms round trip, on Broadband 48.5 ms for 16 ms, each the link's
+// whole buffer ahead of it. With the estimate: 3.5 and 22-27 ms, the bulk
+// the same (docs/measurements.md, "Session 44").
+//
+// Each marker's pong says the peer has read every byte before it; the
+// bytes answered over at least a round trip, divided by its time, are a
+// sample of the rate the path delivers. Samples taken while the writer
+// always had stream data waiting measure the path; a sample in which the
+// writer ran out of data (app-limited) measures the application, and may
+// only raise the estimate, as in BBR's delivery-rate estimation. The
+// estimate is the best sample within ackRateHorizon. Once it has stopped
+// growing (ackRateFullSamples path-limited samples in a row, each less
+// than ackRateGrowth above the best before it: the path is full, BBR's
+// test), the budget of such a path covers a round trip at ackRateGain
+// times it instead, never more than inflightRate's, and carries
+// linkMarkersPerBudget markers (inflight.setBudget). Paths of a shorter
+// round trip (loopback) are sized as before: the estimate is kept, not
+// used.
+
+const (
+	// ackRateGain is what the budget covers a round trip at, in times the
+	// estimated rate, once the path is full: the path's bandwidth-delay
+	// product and half as much again. The half beyond the product is
+	// what a small message beside the bulk waits behind, half a round
+	// trip, and slack for the budget's steps (linkMarkersPerBudget) and
+	// a frame being serialized ahead of a marker. Measured (session 44,
+	// slowconn in synctest, the ping beside 10 bulk streams; p50, bulk
+	// MB/s): Broadband at 1.5 24.2 ms and 12.14 of 12.17, at 1.75 28.2 ms
+	// and 12.14, at 2 32.2 ms and 12.13; LAN 2.16 ms at each.
+	ackRateGain = 1.5
+	// ackRateGrowth is how much above the best sample before it a sample
+	// must be to count as growth: BBR's full-pipe threshold.
+	ackRateGrowth = 1.25
+	// ackRateFullSamples is how many path-limited samples in a row
+	// without growth mean the path is full (BBR counts three rounds).
+	ackRateFullSamples = 3
+	// ackRateHorizon is how long the best sample stands before a
+	// path-limited lower one may replace it: the path's rate may fall
+	// (another flow shares its bottleneck), and until the estimate
+	// follows, the budget is as large as before, never smaller.
+	ackRateHorizon = 10 * time.Second
+)
+
+// ackRate estimates the rate the peer reads stream data at. Guarded by
+// writer.mu (it is part of inflight).
+type ackRate struct {
+	startAcked uint64    // inflight.acked at the sample's start
+	startSent  time.Time // when the marker that started the sample was queued; zero: no sample yet
+	startAck   time.Time // when its pong came
+	appLimited bool      // the writer ran out of stream data during the sample
+	best       float64   // bytes/s, the estimate; 0 until sampled
+	bestAt     time.Time // when best was set
+	flat       int       // path-limited samples in a row without growth
+	full       bool      // the estimate stopped growing: it caps the budget
+}
+
+// answered takes the pong of a marker queued at queued, received at now,
+// with acked the bytes of stream data the peer has now read in all, and
+// rtt the path's least round trip. A sample ends once it spans a round
+// trip; its time is the longer of the markers' sends and their pongs',
+// so that pongs that come in a bunch (a peer that read a burst at once)
+// don't read as a rate the path never had (BBR's delivery rate takes the
+// same care). mu held.
+func (r *ackRate) answered(acked uint64, queued, now time.Time, rtt time.Duration) {
+	if r.startSent.IsZero() || acked < r.startAcked {
+		r.restart(acked, queued, now)
+		return
+	}
+	elapsed := max(queued.Sub(r.startSent), now.Sub(r.startAck))
+	if rtt <= 0 || elapsed < rtt {
+		return
+	}
+	s := float64(acked-r.startAcked) / elapsed.Seconds()
+	limited := !r.appLimited
+	if limited {
+		if s < r.best*ackRateGrowth {
+			r.flat++
+		} else {
+			r.flat = 0
+		}
+		if r.flat >= ackRateFullSamples {
+			r.full = true
+		}
+	}
+	if s > r.best || limited && now.Sub(r.bestAt) > ackRateHorizon {
+		r.best, r.bestAt = s, now
+	}
+	r.restart(acked, queued, now)
+}
+
+// restart begins a sample with the pong of a marker queued at queued,
+// received at now. mu held.
+func (r *ackRate) restart(acked uint64, queued, now time.Time) {
+	r.startAcked, r.startSent, r.startAck, r.appLimited = acked, queued, now, false
+}
+
+// idle records that the writer ran out of stream data: the sample under
+// way measures the application, not the path. mu held.
+func (r *ackRate) idle() { r.appLimited = true }
+
+// rate is the rate the budget covers a round trip at: ceiling, or
+// ackRateGain times the estimate once the path is full, whichever is
+// less. mu held.
+func (r *ackRate) rate(ceiling float64) float64 {
+	if !r.full || r.best <= 0 {
+		return ceiling
+	}
+	return min(ceiling, ackRateGain*r.best)
+}
