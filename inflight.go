@@ -560,6 +560,9 @@ func (f *inflight) floor(n, markers int) {
 // whether a marker must follow them. mu held.
 func (f *inflight) took(n int) bool {
 	f.sent += uint64(n)
+	if f.markedAt.IsZero() && f.markInterval > 0 {
+		f.markedAt = time.Now() // markDue counts from the first bytes
+	}
 	return f.needMarker()
 }
 
