@@ -38,14 +38,21 @@ import "time"
 const (
 	// ackRateGain is what the budget covers a round trip at, in times the
 	// estimated rate, once the path is full: the path's bandwidth-delay
-	// product and half as much again. The half beyond the product is
-	// what a small message beside the bulk waits behind, half a round
-	// trip, and slack for the budget's steps (linkMarkersPerBudget) and
-	// a frame being serialized ahead of a marker. Measured (session 44,
-	// slowconn in synctest, the ping beside 10 bulk streams; p50, bulk
-	// MB/s): Broadband at 1.5 24.2 ms and 12.14 of 12.17, at 1.75 28.2 ms
-	// and 12.14, at 2 32.2 ms and 12.13; LAN 2.16 ms at each.
-	ackRateGain = 1.5
+	// product and three quarters again. What is beyond the product is
+	// what a small message beside the bulk waits behind, and the slack
+	// that keeps the path busy through the budget's steps
+	// (linkMarkersPerBudget), a frame being serialized ahead of a marker
+	// and pongs that come late. Measured (session 44, the ping beside 10
+	// bulk streams; p50, bulk MB/s): slowconn in synctest, Broadband at
+	// 1.5 24.2 ms and 12.14 of 12.17, at 1.75 28.2 and 12.14, at 2 32.2
+	// and 12.13 (48.5 and 12.16 before), LAN 2.16 ms and 121.4 of 121.7
+	// at each (9.7 before); in real time, LAN at GOMAXPROCS 2, six runs
+	// each, 1.5 112-122 MB/s (mean 117; 121.3-121.8 before) at 2.4-6.0
+	// ms, 1.75 120.7-122.7 at 3.7-10.7 (median 4.3), 2 120.7-122.2 at
+	// 4.6-7.0 (14.1 before): slowconn's timers deliver up to a
+	// millisecond late in real time, as a busy receiver's reads would, and
+	// a budget of 1.5 least round trips did not cover that on a 1 ms path.
+	ackRateGain = 1.75
 	// ackRateGrowth is how much above the best sample before it a sample
 	// must be to count as growth: BBR's full-pipe threshold.
 	ackRateGrowth = 1.25

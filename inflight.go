@@ -435,10 +435,11 @@ const (
 	// linkMarkersPerBudget is how many markers a budget the path's rate
 	// sizes carries (ackrate.go): eight. It frees in steps of an eighth,
 	// so it keeps the path busy from 8/7 of the path's product up, below
-	// ackRateGain's 1.5. Measured (session 44, slowconn, synctest, the
-	// ping beside 10 bulk streams): with four markers Broadband's bulk
-	// was 11.79 MB/s of 12.17 (p50 24.2 ms); with eight 12.14 (24.2).
-	// A marker is a 12-byte frame and its pong, a few a round trip.
+	// ackRateGain. Measured (session 44, slowconn in synctest, the ping
+	// beside 10 bulk streams, ackRateGain 1.5): with four markers
+	// Broadband's bulk was 11.79 MB/s of 12.17 (p50 24.2 ms), with eight
+	// 12.14 (24.2). A marker is a 12-byte frame and its pong, a few a
+	// round trip.
 	linkMarkersPerBudget = 8
 	// markerTimeoutRTTs is the same in round trips, for long links.
 	markerTimeoutRTTs = 8
