@@ -69,6 +69,9 @@ const (
 	// wPingSpaced is the ping beside bulk streams at random moments
 	// (slowdown.PingPongSpaced), a workload of the pingpong rows.
 	wPingSpaced = "ping-spaced"
+	// wPingLink is the ping beside bulk streams over a simulated link
+	// (slowdown.PingPongLink), a workload of the pingpong rows.
+	wPingLink = "ping-link"
 	// wRPC is the request-response pattern, a new stream per call
 	// (slowdown.StreamRPC).
 	wRPC = "rpc"
@@ -134,6 +137,9 @@ func buildCells(opts options) []cell {
 		for _, procs := range p.LoopProcs {
 			add(spacedPingCell(p, t, procs))
 		}
+	}
+	for _, name := range p.PingLinks {
+		add(linkPingCell(p, name))
 	}
 	for _, t := range transports {
 		for _, procs := range p.LoopProcs {

@@ -17,6 +17,7 @@ type plan struct {
 	PingCount      int           `json:"ping_count"`       // round trips per ping-pong run
 	PingMax        time.Duration `json:"ping_max_ns"`      // a ping-pong run stops after this long
 	PingNeighbours int           `json:"ping_neighbours"`  // bulk streams beside the loaded ping-pong
+	PingLinks      []string      `json:"ping_links"`       // links of the ping beside bulk over a link (measure_linkping.go)
 	IdleStreams    int           `json:"idle_streams"`     // streams of the idle-memory run
 	LinkWork       time.Duration `json:"link_work_ns"`     // link time of one slowdown run's payload
 	SlowLinkWork   time.Duration `json:"slow_link_work_ns"`
@@ -75,6 +76,7 @@ func defaultPlan() plan {
 		PingCount:           1000,
 		PingMax:             500 * time.Millisecond,
 		PingNeighbours:      10,
+		PingLinks:           linkPingLinks(),
 		IdleStreams:         10000,
 		LinkWork:            60 * time.Millisecond,
 		SlowLinkWork:        400 * time.Millisecond,
@@ -113,6 +115,7 @@ func quickPlan() plan {
 	p.SmallPerStream = 100
 	p.PingCount = 300
 	p.PingMax = 200 * time.Millisecond
+	p.PingLinks = []string{"LAN"}
 	p.LinkWork = 20 * time.Millisecond
 	p.SlowLinkWork = 150 * time.Millisecond
 	p.ChunkOps = 3

@@ -173,7 +173,7 @@ func buildSections(rep *report) []section {
 	add(section{id: "throughput", title: "Throughput over loopback TCP and TLS 1.3", charts: loop})
 
 	var rtt []chart
-	for _, c := range append(byWorkload(wPing), byWorkload(wPingSpaced)...) {
+	for _, c := range append(append(byWorkload(wPing), byWorkload(wPingSpaced)...), byWorkload(wPingLink)...) {
 		ch := metricChart(shortName(c), detail(c), mP50, nil, nil)
 		ch.Unit = "µs, less is better"
 		ch.Cells = []string{c.ID}

@@ -165,6 +165,14 @@ func TestVerdict(t *testing.T) {
 			"braid": 150, "braid-nocoalesce": 140, yamuxName: 1000, "smux": 200, "hashicorp": 160}), []status{statusWon}},
 		{"spaced ping: slower than yamux loses", cellWith("ping-spaced", wPingSpaced, ping, lat, map[string]float64{
 			"braid": 1100, yamuxName: 1000, "smux": 200}), []status{statusLost}},
+		{"link ping: held to yamux, not to the best other", cellWith("ping-link/LAN", wPingLink, ping, lat, map[string]float64{
+			"braid": 4000, yamuxName: 27000, "smux": 1500}), []status{statusWon}},
+		{"link ping: slower than yamux loses", cellWith("ping-link/LAN", wPingLink, ping, lat, map[string]float64{
+			"braid": 28000, yamuxName: 27000}), []status{statusLost}},
+		{"link ping: bulk within linkBulkShare of yamux's", cellWith("ping-link/LAN", wPingLink, ping, bulkRate, map[string]float64{
+			"braid": 119, yamuxName: 121}), []status{statusUnmeasured, statusWon}},
+		{"link ping: bulk traded for the latency", cellWith("ping-link/LAN", wPingLink, ping, bulkRate, map[string]float64{
+			"braid": 110, yamuxName: 121}), []status{statusUnmeasured, statusLost}},
 		{"tie within 1% is no worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},
 			map[string]float64{"braid": 100.9, yamuxName: 100}), []status{statusWon}},
 		{"2% over is worse", cellWith("chunks", wChunks, map[string]string{"latency": "0ms"}, metric{Key: mTimeOp, Unit: "ms"},

@@ -134,6 +134,11 @@ func targetsFor(c *cellResult) []target {
 		return []target{{mP50, conds, "#12.1"}, {mP99, conds, "#12.1"}, {mBulkMBps, bulk, "#12.1"}}
 	case wIdle:
 		return []target{{mHeap, []condition{{atMost: true, factor: 1024, unit: "B"}}, "#12.4"}}
+	case wPingLink:
+		// No issue's: the p50 no worse than go-yamux's, and the bulk
+		// beside it not traded for it.
+		return []target{{mP50, []condition{atMost(yamuxName, 1)}, noTarget},
+			{mBulkMBps, []condition{atLeast(yamuxName, linkBulkShare)}, noTarget}}
 	case wNotify:
 		return []target{{mMsgps, []condition{atLeast(yamuxName, 1.2), atLeast(rawName, 0.85)}, "#12.3"}}
 	case wHostNotify:
@@ -555,6 +560,8 @@ func shortName(c *cellResult) string {
 		}
 	case wPingSpaced:
 		s = "Spaced ping beside " + p["neighbours"] + " bulk streams"
+	case wPingLink:
+		s = "Ping-pong beside " + p["neighbours"] + " bulk streams, " + p["link"]
 	case wRPC:
 		s = "Request-response, " + callersLabel(p["callers"])
 	case wIdle:
