@@ -17,8 +17,8 @@ import "time"
 // links, 10 streams writing 64 KiB beside a 64 B ping-pong at GOMAXPROCS 2
 // (session 44, BenchmarkPingPongLink): on LAN the ping's p50 was 13.9 ms
 // for a 1 ms round trip, on Broadband 48.5 ms for 16 ms, each the link's
-// whole buffer ahead of it. With the estimate: 3.5 and 22-27 ms, the bulk
-// the same (docs/measurements.md, "Session 44").
+// whole buffer ahead of it. With the estimate: 4.5-4.8 and 25-29 ms, the
+// bulk the same (docs/measurements.md, "Session 44").
 //
 // Each marker's pong says the peer has read every byte before it; the
 // bytes answered over at least a round trip, divided by its time, are a

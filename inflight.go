@@ -568,7 +568,8 @@ func (f *inflight) took(n int) bool {
 }
 
 // needMarker tells whether a marker must follow the bytes sent so far:
-// a budget's share (1/perBudget) went unmarked, or the bound holds data
+// a budget's share (1/perBudget, markerEvery) went unmarked, on a link
+// bytes went unmarked for markInterval (markDue), or the bound holds data
 // back while bytes in flight are unmarked or no marker out covers them. The budget follows the round trip, so it
 // can shrink under bytes sent without a marker (they were less than a
 // marker's share of the old budget); without a marker for them no pong would ever
