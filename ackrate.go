@@ -24,7 +24,8 @@ import "time"
 // bytes answered over at least a round trip, divided by its time, are a
 // sample of the rate the path delivers. Samples taken while the writer
 // always had stream data waiting measure the path; a sample in which the
-// writer ran out of data (app-limited) measures the application, and may
+// writer ran out of data (app-limited) measures the application, and one
+// in which the budget held data back measures the budget: either may
 // only raise the estimate, as in BBR's delivery-rate estimation. The
 // estimate is the best sample within ackRateHorizon. Once it has stopped
 // growing (ackRateFullSamples path-limited samples in a row, each less
@@ -73,6 +74,7 @@ type ackRate struct {
 	startSent  time.Time // when the marker that started the sample was queued; zero: no sample yet
 	startAck   time.Time // when its pong came
 	appLimited bool      // the writer ran out of stream data during the sample
+	heldBack   bool      // the budget held stream data back during the sample
 	best       float64   // bytes/s, the estimate; 0 until sampled
 	bestAt     time.Time // when best was set
 	flat       int       // path-limited samples in a row without growth
@@ -107,7 +109,12 @@ func (r *ackRate) answered(acked uint64, queued, now time.Time, rtt time.Duratio
 			r.full = true
 		}
 	}
-	if s > r.best || limited && now.Sub(r.bestAt) > ackRateHorizon {
+	// A sample may lower the estimate only if neither the application
+	// nor the budget it sizes set its rate: a budget sized from a round
+	// trip that has since grown (a new route; the least round trip
+	// stands a minute, rttHorizon) would otherwise measure itself, lower
+	// the estimate, shrink, and measure itself again.
+	if s > r.best || limited && !r.heldBack && now.Sub(r.bestAt) > ackRateHorizon {
 		r.best, r.bestAt = s, now
 	}
 	r.restart(acked, queued, now)
@@ -116,12 +123,18 @@ func (r *ackRate) answered(acked uint64, queued, now time.Time, rtt time.Duratio
 // restart begins a sample with the pong of a marker queued at queued,
 // received at now. mu held.
 func (r *ackRate) restart(acked uint64, queued, now time.Time) {
-	r.startAcked, r.startSent, r.startAck, r.appLimited = acked, queued, now, false
+	r.startAcked, r.startSent, r.startAck = acked, queued, now
+	r.appLimited, r.heldBack = false, false
 }
 
 // idle records that the writer ran out of stream data: the sample under
 // way measures the application, not the path. mu held.
 func (r *ackRate) idle() { r.appLimited = true }
+
+// held records that the budget held stream data back: the sample under
+// way measures the budget, and may raise the estimate but not lower it.
+// mu held.
+func (r *ackRate) held() { r.heldBack = true }
 
 // rate is the rate the budget covers a round trip at: ceiling, or
 // ackRateGain times the estimate once the path is full, whichever is

@@ -94,7 +94,7 @@ func TestAckRate(t *testing.T) {
 
 // TestAckRateHorizon: a path-limited sample lower than the estimate
 // replaces it only once the estimate is ackRateHorizon old (the path's
-// rate fell); an app-limited one never does.
+// rate fell); one the application or the budget limited never does.
 func TestAckRateHorizon(t *testing.T) {
 	const rtt = 10 * time.Millisecond
 	t0 := time.Now()
@@ -107,7 +107,10 @@ func TestAckRateHorizon(t *testing.T) {
 	r.idle()
 	r.answered(1.1e6, late, late, rtt) // 100 KB/s, app-limited
 	require.InDelta(t, 100e6, r.best, 1, "an app-limited sample does not lower the estimate")
-	r.answered(1.2e6, late.Add(time.Second), late.Add(time.Second), rtt) // 100 KB/s, path-limited
+	r.held()
+	r.answered(1.2e6, late.Add(time.Second), late.Add(time.Second), rtt) // 100 KB/s, the budget's
+	require.InDelta(t, 100e6, r.best, 1, "a sample the budget held back does not lower it")
+	r.answered(1.3e6, late.Add(2*time.Second), late.Add(2*time.Second), rtt) // 100 KB/s, path-limited
 	require.InDelta(t, 100e3, r.best, 1, "a path-limited one does, once the estimate is old")
 }
 

@@ -834,6 +834,7 @@ func (w *writer) hasWorkLocked() bool {
 		return true
 	}
 	w.bound.blocked = true
+	w.bound.rate.held()
 	w.armMarkerTimer()
 	return false
 }
