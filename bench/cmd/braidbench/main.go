@@ -15,7 +15,7 @@
 //
 //	go run ./bench/cmd/braidbench
 //
-// It prints a table on stdout within about five minutes on a 2-core
+// It prints a table on stdout within about seven minutes on a 2-core
 // machine and writes braidbench-out/results.json (every sample) and
 // braidbench-out/report.html (one self-contained file with charts).
 // -quick is a smoke run of about 20 seconds; -h lists the flags that

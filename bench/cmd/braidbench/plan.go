@@ -8,7 +8,7 @@ import (
 )
 
 // plan sizes every workload. The default plan makes the default run take
-// about five minutes on a small machine; the quick plan about 20 seconds.
+// about seven minutes on a small machine; the quick plan about 20 seconds.
 type plan struct {
 	BulkBytes      int64         `json:"bulk_bytes"`       // bytes of one bulk run
 	SmallStreams   int           `json:"small_streams"`    // streams of the small-message run
