@@ -31,8 +31,9 @@ import "time"
 // growing (ackRateFullSamples path-limited samples in a row, each less
 // than ackRateGrowth above the best before it: the path is full, BBR's
 // test), the budget of such a path covers a round trip at ackRateGain
-// times it instead, never more than inflightRate's, and carries
-// linkMarkersPerBudget markers (inflight.setBudget). Paths of a shorter
+// times it instead, never more than inflightRate's, one budget for a lone
+// stream too, and carries linkMarkersPerBudget markers
+// (inflight.setBudget). Paths of a shorter
 // round trip (loopback) are sized as before: the estimate is kept, not
 // used.
 

@@ -116,9 +116,9 @@ func TestAckRateHorizon(t *testing.T) {
 
 // TestInflightLinkBudget: on a path of linkRTT or more, a full estimate of
 // the peer's rate sizes the budget (ackRateGain round trips' worth, at
-// least minInflight), its markers come every linkMarkersPerBudget-th of
-// it also while a lone stream's budgets carry fewer, and bytes sent go
-// unmarked for at most half a round trip. On loopback's round trips the
+// least minInflight), one for a lone stream too, marked every
+// linkMarkersPerBudget-th of it, and bytes sent go unmarked for at most
+// half a round trip. On loopback's round trips the
 // estimate changes nothing: the budget and its markers are what they were.
 func TestInflightLinkBudget(t *testing.T) {
 	full := ackRate{best: 100e6, full: true} // 100 MB/s, 0.8 Gbit/s
@@ -143,8 +143,11 @@ func TestInflightLinkBudget(t *testing.T) {
 	require.Equal(t, rtt/linkMarkersPerRTT, f.markInterval)
 	one := f.budget
 	f.setBudget(rtt, false, loneDecryptScale, loneDecryptMarkers)
-	require.Equal(t, one*loneDecryptScale, f.budget, "a lone stream's budgets")
+	require.Equal(t, one, f.budget, "a lone stream gets one budget on a link too")
 	require.Equal(t, one/linkMarkersPerBudget, f.markerEvery(), "marked as one budget")
+	unknownLone := inflight{}
+	unknownLone.setBudget(rtt, false, loneDecryptScale, loneDecryptMarkers)
+	require.Equal(t, int(rtt.Seconds()*inflightRate)*loneDecryptScale, unknownLone.budget, "until the rate is known, its budgets")
 
 	var slow inflight
 	slow.rate = ackRate{best: 1e6, full: true} // 1 MB/s: 15 KB a round trip

@@ -541,6 +541,16 @@ func (f *inflight) setBudget(rtt time.Duration, shared bool, scale, markers int)
 		// 44: one-stream bulk beside a ping on LongFat fell to 75 MB/s
 		// of 121 that way).
 		f.cappedEvery = f.budget / linkMarkersPerBudget
+		// And it is one budget, lone stream or not: a lone stream's
+		// budgets save loopback's CPU the turns and pongs of its
+		// markers, and on a link a budget the path's rate sizes already
+		// keeps the path busy. With them, a ping-pong beside bulk
+		// streams whose round trip the queue had made longer than
+		// severalQuiet (50 ms) saw the bulk streams as alone, and their
+		// budgets kept the queue (Broadband behind a 2 MiB buffer at
+		// GOMAXPROCS 2: p50 210 ms, against 28 ms where the queue had
+		// not formed).
+		scale = 1
 	}
 	f.budget *= max(1, scale)
 }
