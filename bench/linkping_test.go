@@ -67,7 +67,7 @@ func BenchmarkPingPongLink(b *testing.B) {
 // exact), a 64 B ping-pong beside 10 bulk streams takes at most two of the
 // link's round trips and two 64 KiB frames' serialization (what is ahead
 // of it is at most a round trip's bytes, where the link's whole buffer was
-// before: 9.7, 48.5 and 187 ms), and
+// before: 9.7-10.2, 48.5 and 194.0 ms), and
 // the bulk streams keep 97 % of the link's goodput, at GOMAXPROCS 1, 2
 // and 4.
 func TestPingBesideBulkSimulated(t *testing.T) {
