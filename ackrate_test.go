@@ -124,7 +124,7 @@ func TestInflightLinkBudget(t *testing.T) {
 	full := ackRate{best: 100e6, full: true} // 100 MB/s, 0.8 Gbit/s
 	for _, rtt := range []time.Duration{10 * time.Microsecond, 200 * time.Microsecond, linkRTT - 1} {
 		var with, without inflight
-		with.rate = full
+		with.peerRate = full
 		for _, scale := range []int{1, loneDecryptScale} {
 			with.setBudget(rtt, false, scale, loneDecryptMarkers)
 			without.setBudget(rtt, false, scale, loneDecryptMarkers)
@@ -135,7 +135,7 @@ func TestInflightLinkBudget(t *testing.T) {
 	}
 
 	var f inflight
-	f.rate = full
+	f.peerRate = full
 	const rtt = 10 * time.Millisecond // 1 MB at 100 MB/s
 	f.setBudget(rtt, false, 1, 0)
 	require.Equal(t, int(rtt.Seconds()*ackRateGain*100e6), f.budget)
@@ -150,7 +150,7 @@ func TestInflightLinkBudget(t *testing.T) {
 	require.Equal(t, int(rtt.Seconds()*inflightRate)*loneDecryptScale, unknownLone.budget, "until the rate is known, its budgets")
 
 	var slow inflight
-	slow.rate = ackRate{best: 1e6, full: true} // 1 MB/s: 15 KB a round trip
+	slow.peerRate = ackRate{best: 1e6, full: true} // 1 MB/s: 15 KB a round trip
 	slow.setBudget(rtt, false, 1, 0)
 	require.Equal(t, minInflight, slow.budget, "at least minInflight")
 

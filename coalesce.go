@@ -826,7 +826,7 @@ func (w *writer) hasWorkLocked() bool {
 		return true
 	}
 	if !w.sched.busy() {
-		w.bound.rate.idle()
+		w.bound.peerRate.idle()
 		return false
 	}
 	w.sizeBudgetLocked(!w.sched.cutsAtRoom())
@@ -834,7 +834,7 @@ func (w *writer) hasWorkLocked() bool {
 		return true
 	}
 	w.bound.blocked = true
-	w.bound.rate.held()
+	w.bound.peerRate.held()
 	w.armMarkerTimer()
 	return false
 }

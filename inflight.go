@@ -467,9 +467,9 @@ type inflight struct {
 	timer     *time.Timer
 	timerAck  uint64 // acked when the timer was armed
 	timerRecv uint64 // the frames received from the peer when it was armed
-	// rate is the peer's read rate, which caps the budget on a link
-	// slower than inflightRate (ackrate.go).
-	rate ackRate
+	// peerRate is the rate the peer reads stream data at, which sizes
+	// the budget of a link slower than inflightRate (ackrate.go).
+	peerRate ackRate
 	// cappedEvery is how many bytes a marker follows at most while the
 	// path's rate sizes the budget (linkMarkersPerBudget), or 0.
 	cappedEvery int
@@ -528,18 +528,17 @@ func (f *inflight) setBudget(rtt time.Duration, shared bool, scale, markers int)
 		// peer's rate is known it sizes the budget (ackrate.go). On
 		// loopback the floors do, as below.
 		f.markInterval = rtt / linkMarkersPerRTT
-		rate = f.rate.rate(inflightRate)
+		rate = f.peerRate.rate(inflightRate)
 	}
 	f.budget = max(minInflight, int(rtt.Seconds()*rate))
 	if rate < inflightRate {
 		// The path's rate sizes the budget: its markers come every
-		// linkMarkersPerBudget-th of it, also while a lone stream's
-		// budgets (scale) carry fewer. A lone stream's budgets on a link
-		// are unmarked megabytes; when another stream joins, the budget
-		// is back to one, and without a marker within it the writer
-		// would wait a whole round trip for the one far behind (session
-		// 44: one-stream bulk beside a ping on LongFat fell to 75 MB/s
-		// of 121 that way).
+		// linkMarkersPerBudget-th of it, whatever a lone stream's
+		// markers (loneDecryptMarkers: two) or a floor's (two, floor)
+		// would make them. Those counts are loopback's, set for its CPU.
+		// A budget freed in n steps keeps a path busy only from n/(n-1)
+		// of the path's product up: twice it in halves, above
+		// ackRateGain, and 8/7 in eighths.
 		f.cappedEvery = f.budget / linkMarkersPerBudget
 		// And it is one budget, lone stream or not: a lone stream's
 		// budgets save loopback's CPU the turns and pongs of its
@@ -677,7 +676,7 @@ func (w *writer) markerAnswered(id uint32) {
 	w.mu.Lock()
 	queued, ok := w.bound.answered(id)
 	if ok && w.path != nil {
-		w.bound.rate.answered(w.bound.acked, queued, now, w.path.leastRTT())
+		w.bound.peerRate.answered(w.bound.acked, queued, now, w.path.leastRTT())
 	}
 	if ok && w.bound.blocked {
 		w.bound.blocked = false

@@ -75,7 +75,13 @@ func TestPingBesideBulkSimulated(t *testing.T) {
 		roundTrips = 50
 		bulkShare  = 0.97
 	)
-	for _, l := range linkPingProfiles()[:3] {
+	for _, l := range linkPingProfiles() {
+		if l.Name == "LongFat" {
+			// slowconn's buffer there is about the path's product, below
+			// the budget: nothing for the budget to bound, and the
+			// minute of simulated transfer the longest of these runs.
+			continue
+		}
 		link := l.Link
 		frame := time.Duration(float64(64<<10+frameHeader) * 8 / float64(link.Bandwidth) * float64(time.Second))
 		limit := 2*(2*link.Latency) + 2*frame
