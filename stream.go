@@ -291,7 +291,7 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		s.mu.Unlock()
 		sess.releaseBudget(release)
 		if queue {
-			sess.rides.add(s)
+			s.joinRides()
 		}
 		s.sendWindowUpdate(h)
 		return
@@ -312,7 +312,7 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		sess.trackGrown(s)
 	}
 	if queue {
-		sess.rides.add(s)
+		s.joinRides()
 	}
 	s.sendWindowUpdate(h)
 }

@@ -59,13 +59,32 @@ func (l *rideList) add(st *Stream) {
 	l.mu.Unlock()
 }
 
+// joinRides adds s, whose rideQueued queueRideLocked just set, to its
+// session's ride list, with s.mu released (the lock order above). The
+// stream may have left the table between the unlock and the add: the
+// peer's FIN came, maybeRemove marked it removed, and releaseStream's
+// remove found nothing to take. So the add looks at removed again after,
+// and takes the entry out itself: either it sees removed, or the removal
+// came after the add and releaseStream's remove finds the entry. An entry
+// left behind would keep the closed stream alive in a session that then
+// goes idle with no pong coming (TestClosedStreamsAreCollected failed so
+// for 1 run in 30 under -race). No lock held.
+func (s *Stream) joinRides() {
+	s.session.rides.add(s)
+	s.mu.Lock()
+	gone := s.removed
+	s.mu.Unlock()
+	if gone {
+		s.session.rides.remove(s)
+	}
+}
+
 // remove takes st, which is leaving the session's table, out of the
 // list: with no pong coming (an idle session, keep-alive off) its entry
 // would keep the closed stream alive. The list holds at most the open
 // streams whose update waits, so a scan does. A stream not found is in
-// the slice the read loop took (take), which lets it go after its pass;
-// one that a Read adds as the stream leaves the table (queueRideLocked's
-// caller adds it with no lock held) stays until the next pong, as before.
+// the slice the read loop took (take), which lets it go after its pass,
+// or not added yet: its Read's joinRides takes it out again.
 func (l *rideList) remove(st *Stream) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
