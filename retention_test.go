@@ -32,8 +32,11 @@ func TestClosedStreamsAreCollected(t *testing.T) {
 			runtime.AddCleanup(st, func(*atomic.Int32) { collected.Add(1) }, &collected)
 		}
 	}
-	require.Eventually(t, func() bool {
+	// The count is read after the wait, not as Eventually's message
+	// (evaluated once, before it), so that a failure says what was left.
+	for end := time.Now().Add(eventually); collected.Load() != 2*pairs && time.Now().Before(end); {
 		runtime.GC()
-		return collected.Load() == 2*pairs
-	}, eventually, 10*time.Millisecond, "streams collected: %d of %d", collected.Load(), 2*pairs)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int32(2*pairs), collected.Load(), "streams collected")
 }
