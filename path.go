@@ -155,12 +155,31 @@ func (b *recvBudget) give(n uint32) {
 }
 
 // trackGrown adds st to the streams the session checks for idleness, and
-// arms the check if it is not armed. No lock held.
+// arms the check if it is not armed. The stream may have left the table
+// since its caller marked it grown (joinGrownLocked, then st.mu released),
+// with releaseStream's untrack before this add: so it looks at removed
+// after the add and takes the entry out itself, as joinRides does for the
+// ride list, rather than leave the closed stream to the next check. No
+// lock held.
 func (s *Session) trackGrown(st *Stream) {
+	if !s.addGrown(st) {
+		return
+	}
+	st.mu.Lock()
+	gone := st.removed
+	st.mu.Unlock()
+	if gone {
+		s.untrackGrown(st)
+	}
+}
+
+// addGrown puts st in the set and arms the check; false once the session
+// closed. No lock held.
+func (s *Session) addGrown(st *Stream) bool {
 	s.grownMu.Lock()
 	defer s.grownMu.Unlock()
 	if s.grownClosed {
-		return
+		return false
 	}
 	if s.grown == nil {
 		s.grown = make(map[*Stream]struct{})
@@ -169,6 +188,7 @@ func (s *Session) trackGrown(st *Stream) {
 	if s.shrinkTimer == nil {
 		s.shrinkTimer = time.AfterFunc(shrinkAfter, s.shrinkIdle)
 	}
+	return true
 }
 
 // untrackGrown takes st out of the checked streams. No lock held.
