@@ -21,25 +21,16 @@ import (
 
 // linkPingProfiles are the links of the ping beside bulk on a link: a
 // data-centre LAN, home broadband, the same behind a bloated buffer
-// (bloatedBuffer) and a long fat path. (Mobile's loss makes its bulk slow
-// to warm up: minutes for six contenders.)
+// (slowconn.Bufferbloat) and a long fat path. (Mobile's loss makes its
+// bulk slow to warm up: minutes for six contenders.)
 func linkPingProfiles() []slowconn.Profile {
-	bloated := slowconn.Broadband()
-	bloated.SendBuffer = bloatedBuffer
 	return []slowconn.Profile{
 		{Name: "LAN", Link: slowconn.LAN()},
 		{Name: "Broadband", Link: slowconn.Broadband()},
-		{Name: "BroadbandBloated", Link: bloated},
+		{Name: "Bufferbloat", Link: slowconn.Bufferbloat()},
 		{Name: "LongFat", Link: slowconn.LongFat()},
 	}
 }
-
-// bloatedBuffer is the buffer of BroadbandBloated: 2 MiB, 170 ms at 100
-// Mbit/s, a home router's deep queue (bufferbloat) rather than slowconn's
-// default of the path's product and 10 ms. A sender the congestion
-// control lets fill it (CUBIC does) keeps that much ahead of every small
-// message that has no bound of its own.
-const bloatedBuffer = 2 << 20
 
 // BenchmarkPingPongLink: 64 B ping-pong on one stream while 10 streams
 // write 64 KiB, over a slowconn link in real time (slowdown.PingPongLink).

@@ -42,12 +42,13 @@ func TestLinkDefaults(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	want := map[string]Link{
-		"Unlimited": {},
-		"LAN":       {Bandwidth: 1e9, Latency: 500 * time.Microsecond},
-		"Broadband": {Bandwidth: 100e6, Latency: 8 * time.Millisecond},
-		"Mobile":    {Bandwidth: 10e6, Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.005},
-		"Satellite": {Bandwidth: 20e6, Latency: 300 * time.Millisecond},
-		"LongFat":   {Bandwidth: 1e9, Latency: 50 * time.Millisecond},
+		"Unlimited":   {},
+		"LAN":         {Bandwidth: 1e9, Latency: 500 * time.Microsecond},
+		"Broadband":   {Bandwidth: 100e6, Latency: 8 * time.Millisecond},
+		"Bufferbloat": {Bandwidth: 100e6, Latency: 8 * time.Millisecond, SendBuffer: 2 << 20},
+		"Mobile":      {Bandwidth: 10e6, Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.005},
+		"Satellite":   {Bandwidth: 20e6, Latency: 300 * time.Millisecond},
+		"LongFat":     {Bandwidth: 1e9, Latency: 50 * time.Millisecond},
 	}
 	ps := Profiles()
 	if len(ps) != len(want) {

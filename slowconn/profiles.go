@@ -25,6 +25,23 @@ func Broadband() Link {
 	return Link{Bandwidth: 100e6, Latency: 8 * time.Millisecond}
 }
 
+// Bufferbloat returns Broadband behind a 2 MiB buffer (bloatedSendBuffer):
+// a home router's deep queue, where Broadband's default buffer holds the
+// path's bandwidth-delay product and 10 ms. A sender whose congestion
+// control fills the buffer (CUBIC does) keeps 170 ms of data queued ahead
+// of anything it sends next.
+func Bufferbloat() Link {
+	l := Broadband()
+	l.SendBuffer = bloatedSendBuffer
+	return l
+}
+
+// bloatedSendBuffer is Bufferbloat's buffer: 2 MiB, 170 ms at 100
+// Mbit/s, a deep queue of the kind a home router without active queue
+// management keeps, against the default's 26 ms (16 ms round trip and
+// 10 ms of slack).
+const bloatedSendBuffer = 2 << 20
+
 // Mobile returns a 10 Mbit/s link with 30 ms one-way latency, up to 5 ms of
 // jitter and 0.5 % packet loss: a phone on a 4G network.
 func Mobile() Link {
@@ -56,6 +73,7 @@ func Profiles() []Profile {
 		{"Unlimited", Unlimited()},
 		{"LAN", LAN()},
 		{"Broadband", Broadband()},
+		{"Bufferbloat", Bufferbloat()},
 		{"Mobile", Mobile()},
 		{"Satellite", Satellite()},
 		{"LongFat", LongFat()},

@@ -300,6 +300,12 @@ func describeLink(l slowconn.Link) string {
 	if l.Loss > 0 {
 		s += fmt.Sprintf(", loss %.1f%%", 100*l.Loss)
 	}
+	switch b := l.SendBuffer; {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		s += fmt.Sprintf(", a %d MiB buffer", b>>20)
+	case b > 0:
+		s += fmt.Sprintf(", a %d B buffer", b)
+	}
 	return s
 }
 

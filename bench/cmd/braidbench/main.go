@@ -129,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: braidbench [flags]\n\n"+
 			"Compares braid with raw TCP, go-yamux, go-mplex, smux and hashicorp/yamux.\n"+
-			"With no flags it runs the default report (about 3 minutes), prints a table\n"+
+			"With no flags it runs the default report (about 8 minutes), prints a table\n"+
 			"on stdout and writes DIR/results.json and DIR/report.html.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -28,10 +28,10 @@ const linkPingMax = time.Second
 // session 44's rounds, 99 % of the goodput).
 const linkBulkShare = 0.95
 
-// linkPingLinks are the links of the link ping rows: a data-centre LAN and
-// home broadband, whose buffers hold many round trips of a muxer that
-// keeps no bound of its own.
-func linkPingLinks() []string { return []string{"LAN", "Broadband"} }
+// linkPingLinks are the links of the link ping rows: a data-centre LAN,
+// home broadband, and the same behind a router's deep buffer, whose
+// buffers hold many round trips of a muxer that keeps no bound of its own.
+func linkPingLinks() []string { return []string{"LAN", "Broadband", "Bufferbloat"} }
 
 // linkPingCell is the ping beside p.PingNeighbours bulk streams over the
 // link named linkName, at the process's GOMAXPROCS.

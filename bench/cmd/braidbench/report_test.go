@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/braidmux/braid/slowconn"
 )
 
 // cellWith is a cell of workload w with metric m and the given medians by
@@ -581,6 +583,25 @@ func TestWrapClauses(t *testing.T) {
 	} {
 		if got := wrap(c.s, c.n); !slices.Equal(got, c.want) {
 			t.Errorf("wrap(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
+
+// TestDescribeLink: a link's title names what sets it apart, its buffer
+// too when it is not the default.
+func TestDescribeLink(t *testing.T) {
+	for _, tc := range []struct {
+		link slowconn.Link
+		want string
+	}{
+		{slowconn.Unlimited(), "unlimited, 0s one way"},
+		{slowconn.Broadband(), "100 Mbit/s, 8ms one way"},
+		{slowconn.Bufferbloat(), "100 Mbit/s, 8ms one way, a 2 MiB buffer"},
+		{slowconn.Link{Bandwidth: 1e9, SendBuffer: 1500}, "1 Gbit/s, 0s one way, a 1500 B buffer"},
+		{slowconn.Mobile(), "10 Mbit/s, 30ms one way, jitter 5ms, loss 0.5%"},
+	} {
+		if got := describeLink(tc.link); got != tc.want {
+			t.Errorf("describeLink(%+v) = %q, want %q", tc.link, got, tc.want)
 		}
 	}
 }
