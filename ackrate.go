@@ -137,6 +137,16 @@ func (r *ackRate) idle() { r.appLimited = true }
 // mu held.
 func (r *ackRate) held() { r.heldBack = true }
 
+// drainTime is how long the peer takes to read n bytes at the estimated
+// rate: what n bytes queued ahead of a ping add to its round trip. 0
+// until the path is full (the estimate may still be growing). mu held.
+func (r *ackRate) drainTime(n uint64) time.Duration {
+	if !r.full || r.best <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / r.best * float64(time.Second))
+}
+
 // rate is the rate the budget covers a round trip at: ceiling, or
 // ackRateGain times the estimate once the path is full, whichever is
 // less. mu held.

@@ -179,3 +179,52 @@ func TestInflightLinkMarksByTime(t *testing.T) {
 	loop.markedAt = time.Now().Add(-time.Second)
 	require.False(t, loop.needMarker(), "loopback marks by bytes alone")
 }
+
+// TestRTTSampleOwnQueue: once the least round trip is older than
+// rttHorizon, a longer sample replaces it only if the sender's own bytes
+// in flight ahead of it (own) do not explain it; a shorter one always
+// does, and with own unknown (0) the horizon alone decides, as before.
+func TestRTTSampleOwnQueue(t *testing.T) {
+	const base = 16 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		rtt, own  time.Duration
+		aged      bool
+		wantLeast time.Duration
+	}{
+		{"shorter, fresh", 10 * time.Millisecond, 0, false, 10 * time.Millisecond},
+		{"longer, fresh", 28 * time.Millisecond, 0, false, base},
+		{"longer, aged, own unknown", 28 * time.Millisecond, 0, true, 28 * time.Millisecond},
+		{"longer, aged, own queue explains it", 28 * time.Millisecond, 27 * time.Millisecond, true, base},
+		{"longer, aged, within the slack", 33 * time.Millisecond, 27 * time.Millisecond, true, base},
+		{"longer, aged, beyond the slack: a new route", 40 * time.Millisecond, 28 * time.Millisecond, true, 40 * time.Millisecond},
+		{"shorter, aged, own queue large", 10 * time.Millisecond, 27 * time.Millisecond, true, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pathState
+			start := time.Now()
+			p.rttSample(base, 0, start)
+			at := start.Add(time.Second)
+			if tc.aged {
+				at = start.Add(rttHorizon + time.Second)
+			}
+			p.rttSample(tc.rtt, tc.own, at)
+			if got := p.leastRTT(); got != tc.wantLeast {
+				t.Errorf("least round trip %v, want %v", got, tc.wantLeast)
+			}
+		})
+	}
+}
+
+// TestAckRateDrainTime: the time the peer takes to read n bytes is known
+// once the path is full, at the best rate sampled.
+func TestAckRateDrainTime(t *testing.T) {
+	var r ackRate
+	if got := r.drainTime(1 << 20); got != 0 {
+		t.Errorf("before the path is full: %v, want 0", got)
+	}
+	r.full, r.best = true, 12.5e6
+	if got, want := r.drainTime(125_000), 10*time.Millisecond; got != want {
+		t.Errorf("125 kB at 12.5 MB/s: %v, want %v", got, want)
+	}
+}

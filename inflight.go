@@ -449,6 +449,7 @@ const (
 type marker struct {
 	id     uint32
 	offset uint64
+	ahead  uint64    // the bytes in flight with it, offset less acked then: the queue its round trip may include
 	at     time.Time // when it was queued: its pong gives a round trip
 }
 
@@ -643,24 +644,39 @@ func (f *inflight) markAt(at uint64) uint32 {
 	f.seq++
 	id := markerFlag | f.seq&^markerFlag
 	now := time.Now()
-	f.markers = append(f.markers, marker{id: id, offset: min(at, f.sent), at: now})
+	offset := min(at, f.sent)
+	f.markers = append(f.markers, marker{id: id, offset: offset, ahead: offset - min(offset, f.acked), at: now})
 	f.marked, f.markedAt = f.sent, now
 	return id
 }
 
-// answered handles the pong of marker id; it reports whether budget freed
-// up, and when the marker was queued. mu held.
-func (f *inflight) answered(id uint32) (queued time.Time, ok bool) {
+// answered handles the pong of marker id; it reports whether it was one,
+// when it was queued, and the bytes in flight with it then. mu held.
+func (f *inflight) answered(id uint32) (queued time.Time, ahead uint64, ok bool) {
 	for i, m := range f.markers {
 		if m.id == id {
 			f.acked = max(f.acked, m.offset)
 			n := copy(f.markers, f.markers[i+1:])
 			clear(f.markers[n:])
 			f.markers = f.markers[:n]
-			return m.at, true
+			return m.at, m.ahead, true
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, 0, false
+}
+
+// ownQueue is how long the peer takes to read the bytes in flight now, at
+// the rate learned (0 until it is known): what they may add to the round
+// trip of a ping queued now (rttSample). mu held.
+func (f *inflight) ownQueue() time.Duration {
+	return f.peerRate.drainTime(f.sent - min(f.sent, f.acked))
+}
+
+// ownQueue is inflight.ownQueue for a caller without mu.
+func (w *writer) ownQueue() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bound.ownQueue()
 }
 
 // isMarker tells whether a ping id is one of the writer's markers.
@@ -674,8 +690,10 @@ func isMarker(id uint32) bool { return id&markerFlag != 0 }
 func (w *writer) markerAnswered(id uint32) {
 	now := time.Now()
 	w.mu.Lock()
-	queued, ok := w.bound.answered(id)
+	queued, ahead, ok := w.bound.answered(id)
+	var own time.Duration
 	if ok && w.path != nil {
+		own = w.bound.peerRate.drainTime(ahead) // the estimate before this sample
 		w.bound.peerRate.answered(w.bound.acked, queued, now, w.path.leastRTT())
 	}
 	if ok && w.bound.blocked {
@@ -684,7 +702,7 @@ func (w *writer) markerAnswered(id uint32) {
 	}
 	w.mu.Unlock()
 	if ok && w.path != nil {
-		w.path.rttSample(now.Sub(queued), now)
+		w.path.rttSample(now.Sub(queued), own, now)
 	}
 }
 

@@ -1370,7 +1370,9 @@ func (s *Session) handlePing(h header) {
 	now := time.Now()
 	rtt := now.Sub(pw.sent)
 	s.rtt.Store(int64(rtt))
-	s.path.rttSample(rtt, now)
+	// The bytes in flight now stand in for those ahead of the ping when
+	// it went: while bulk keeps the path full they are about the same.
+	s.path.rttSample(rtt, s.w.ownQueue(), now)
 	if pw.done != nil {
 		pw.done <- rtt
 	}

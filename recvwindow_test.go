@@ -220,10 +220,10 @@ func TestPathRTT(t *testing.T) {
 	p.probe.Store(time.Now().Add(-30 * time.Millisecond).UnixNano())
 	require.GreaterOrEqual(t, p.estimate().rtt, 30*time.Millisecond)
 	now := time.Now()
-	p.rttSample(40*time.Millisecond, now)
-	p.rttSample(60*time.Millisecond, now)
+	p.rttSample(40*time.Millisecond, 0, now)
+	p.rttSample(60*time.Millisecond, 0, now)
 	require.Equal(t, 40*time.Millisecond, p.estimate().rtt)
-	p.rttSample(60*time.Millisecond, now.Add(rttHorizon+time.Second))
+	p.rttSample(60*time.Millisecond, 0, now.Add(rttHorizon+time.Second))
 	require.Equal(t, 60*time.Millisecond, p.estimate().rtt, "an old minimum gives way")
 	require.EqualValues(t, assumedRate, p.estimate().rate)
 }

@@ -830,7 +830,7 @@ func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
 	w.sizeBudgetLocked(false)
 	require.Zero(t, f.budget, "no pong yet: no bound")
 	const first = 2 * time.Millisecond // 2.5 MB at inflightRate
-	w.path.rttSample(first, time.Now())
+	w.path.rttSample(first, 0, time.Now())
 	w.sizeBudgetLocked(false)
 	require.Equal(t, int(first.Seconds()*inflightRate), f.budget)
 	f.took(f.budget / markersPerBudget)
@@ -847,20 +847,20 @@ func TestBudgetFollowsMarkerRoundTrips(t *testing.T) {
 	f.markers[0].at = time.Now().Add(-5 * time.Millisecond)
 	w.markerAnswered(id)
 	require.Equal(t, rtt, w.path.leastRTT(), "a longer round trip does not replace the least")
-	w.path.rttSample(10*time.Microsecond, time.Now())
+	w.path.rttSample(10*time.Microsecond, 0, time.Now())
 	require.Equal(t, 10*time.Microsecond, w.path.leastRTT(), "the session's shorter round trip stands")
 }
 
 // pathWithRTT is a path whose least round trip is rtt.
 func pathWithRTT(rtt time.Duration) *pathState {
 	p := &pathState{}
-	p.rttSample(rtt, time.Now())
+	p.rttSample(rtt, 0, time.Now())
 	return p
 }
 
 // answered is inflight.answered's verdict alone.
 func answered(f *inflight, id uint32) bool {
-	_, ok := f.answered(id)
+	_, _, ok := f.answered(id)
 	return ok
 }
 

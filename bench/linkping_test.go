@@ -101,3 +101,49 @@ func TestPingBesideBulkSimulated(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkBudgetHoldsPastRTTHorizon: the ping beside bulk on a link keeps
+// its round trip after the path's least round trip has aged past braid's
+// horizon (a minute) twice. While the bulk streams keep the path full,
+// every round trip sampled includes the queue the budget keeps; a budget
+// sized by such a sample kept a longer queue, and a minute later the
+// next. Here a ping-pong beside 10 bulk streams runs for three simulated
+// minutes on Broadband, and the last 500 round trips must keep the bound
+// of TestPingBesideBulkSimulated. Before rttSample told its own queue
+// apart, their p50 was 48.5 ms (the link's whole buffer, as without the
+// budget), the first 500's 28.2.
+func TestLinkBudgetHoldsPastRTTHorizon(t *testing.T) {
+	const (
+		span = 3 * time.Minute
+		last = 500
+	)
+	link := slowconn.Broadband()
+	frame := time.Duration(float64(64<<10+frameHeader) * 8 / float64(link.Bandwidth) * float64(time.Second))
+	limit := 2*(2*link.Latency) + 2*frame
+	synctest.Test(t, func(t *testing.T) {
+		// At most a round trip of 2 x Latency each, so that the run
+		// lasts at least span; maxTime ends it there.
+		n := int(span / (2 * link.Latency))
+		r, err := slowdown.PingPongLink(context.Background(), contenders.Braid(true), link, n, bulkNeighbours, span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rtts := r.InOrder
+		if len(rtts) < 2*last {
+			t.Fatalf("%d round trips in %v, want at least %d", len(rtts), span, 2*last)
+		}
+		var elapsed time.Duration
+		for _, d := range rtts {
+			elapsed += d
+		}
+		p50 := func(d []time.Duration) time.Duration { return slowdown.Percentile(slices.Sorted(slices.Values(d)), 50) }
+		first, end := p50(rtts[:last]), p50(rtts[len(rtts)-last:])
+		t.Logf("%d round trips over %v: p50 %v in the first %d, %v in the last (bound %v); bulk %.2f MB/s", len(rtts), elapsed.Round(time.Second), first, last, end, limit, r.BulkMBps())
+		if elapsed < 2*time.Minute {
+			t.Errorf("the round trips spanned %v, want past two minutes (the horizon twice)", elapsed)
+		}
+		if end > limit {
+			t.Errorf("p50 of the last %d round trips %v, want <= %v", last, end, limit)
+		}
+	})
+}

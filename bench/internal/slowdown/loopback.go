@@ -225,6 +225,7 @@ func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, ma
 // PingResult is one PingPongLoad run.
 type PingResult struct {
 	RTTs     []time.Duration // sorted
+	InOrder  []time.Duration // the same round trips in the order they ran
 	Bulk     int64           // bytes the neighbours' readers read while the round trips ran
 	Duration time.Duration   // time of the round trips
 }
@@ -447,8 +448,9 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingL
 	}
 	d := time.Since(start)
 	moved := bulk.Load() - bulk0
+	inOrder := slices.Clone(rtts)
 	slices.Sort(rtts)
-	return PingResult{RTTs: rtts, Bulk: moved, Duration: d}, nil
+	return PingResult{RTTs: rtts, InOrder: inOrder, Bulk: moved, Duration: d}, nil
 }
 
 // bulkWarmup is what the bulk neighbours move before the first round trip
