@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Unit tests of the writer (coalesce.go, sendqueue.go, inflight.go) beside
-// the end-to-end ones; the scheduler's are in scheduler_test.go.
+// Unit tests of the writer (coalesce.go, connwrite.go, writerbudget.go,
+// sendqueue.go, inflight.go) beside the end-to-end ones; the scheduler's
+// are in scheduler_test.go.
 
 // TestLargeWriteFramesAndOrder: one Write of many windows' worth is handed
 // to the writer whole and split into frames of at most maxLoneBatches
