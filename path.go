@@ -94,8 +94,9 @@ func (p *pathState) rttSample(rtt, own time.Duration, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := time.Duration(p.minRTT.Load())
-	stale := now.Sub(p.rttAt) > rttHorizon && float64(rtt) > ownQueueSlack*float64(own)
-	if cur == 0 || rtt < cur || stale {
+	aged := now.Sub(p.rttAt) > rttHorizon
+	ownQueueExplains := float64(rtt) <= ownQueueSlack*float64(own)
+	if cur == 0 || rtt < cur || aged && !ownQueueExplains {
 		p.minRTT.Store(int64(rtt))
 		p.rttAt = now
 	}
@@ -189,13 +190,7 @@ func (b *recvBudget) give(n uint32) {
 // ride list, rather than leave the closed stream to the next check. No
 // lock held.
 func (s *Session) trackGrown(st *Stream) {
-	if !s.addGrown(st) {
-		return
-	}
-	st.mu.Lock()
-	gone := st.removed
-	st.mu.Unlock()
-	if gone {
+	if s.addGrown(st) && st.isRemoved() {
 		s.untrackGrown(st)
 	}
 }

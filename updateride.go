@@ -71,12 +71,19 @@ func (l *rideList) add(st *Stream) {
 // for 1 run in 30 under -race). No lock held.
 func (s *Stream) joinRides() {
 	s.session.rides.add(s)
-	s.mu.Lock()
-	gone := s.removed
-	s.mu.Unlock()
-	if gone {
+	if s.isRemoved() {
 		s.session.rides.remove(s)
 	}
+}
+
+// isRemoved tells whether the stream has left its session's table, for a
+// caller that just added it to a set of the session's with s.mu released
+// (joinRides, trackGrown): a removal it raced with took nothing out of
+// that set. No lock held.
+func (s *Stream) isRemoved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removed
 }
 
 // remove takes st, which is leaving the session's table, out of the
