@@ -24,6 +24,14 @@ import "net"
 // the ping beside bulk p50 130 against 100 µs. There the conn gets
 // TCP_NOTSENT_LOWAT as plain TCP does. (On session 11's AMD VM the cork
 // had helped at two P too; the trade is recorded in docs/design.md.)
+// Session 46 corked a lone stream's batches at two P again, on the AMD
+// EPYC VM under PVM, paired against the code: with the low-water mark
+// kept at notSentLowat a corked partial segment above it stalls the
+// writer until the cork's 200 ms (x0.60-0.67); with a mark of 128 KiB
+// or none, 256 KiB TLS notifications x1.06-1.11 and 64 KiB x0.93-1.12
+// (an A/A pairing x0.97-1.01), corking several streams' batches too
+// put the ping beside them at p50 x1.54. Not kept: at best a tenth,
+// at 256 KiB only (docs/measurements.md, "Session 46").
 //
 // So on a conn without writev whose security layer exposes the TCP
 // socket under it (tls.Conn.NetConn), the writer corks the socket
