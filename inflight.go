@@ -500,8 +500,13 @@ func (f *inflight) roomFor(extra int) int {
 	if f.budget <= 0 || f.off {
 		return -1
 	}
-	return max(0, f.budget+extra-int(f.sent-f.acked))
+	return max(0, f.budget+extra-int(f.inFlight()))
 }
+
+// inFlight is the bytes sent and not yet acknowledged by a marker's pong
+// (acked never passes sent: a marker marks at most what was sent). mu
+// held.
+func (f *inflight) inFlight() uint64 { return f.sent - f.acked }
 
 // setBudget sizes the budget from the round trip; rtt 0 (no pong yet)
 // leaves it off. shared: several streams send on a conn with writev at
@@ -669,7 +674,7 @@ func (f *inflight) answered(id uint32) (queued time.Time, ahead uint64, ok bool)
 // the rate learned (0 until it is known): what they may add to the round
 // trip of a ping queued now (rttSample). mu held.
 func (f *inflight) ownQueue() time.Duration {
-	return f.peerRate.drainTime(f.sent - min(f.sent, f.acked))
+	return f.peerRate.drainTime(f.inFlight())
 }
 
 // ownQueue is inflight.ownQueue for a caller without mu.
