@@ -283,8 +283,9 @@ func BenchmarkPingPongSparse(b *testing.B) { benchPingPongSpaced(b, sparseGap) }
 // reportPing reports a ping run's p50, p99 and mean round trip in µs and,
 // with bulk (the run had bulk neighbours), their MB/s.
 func reportPing(b *testing.B, r slowdown.PingResult, bulk bool) {
-	b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 50).Nanoseconds())/1e3, "p50-us")
-	b.ReportMetric(float64(slowdown.Percentile(r.RTTs, 99).Nanoseconds())/1e3, "p99-us")
+	sorted := r.Sorted()
+	b.ReportMetric(float64(slowdown.Percentile(sorted, 50).Nanoseconds())/1e3, "p50-us")
+	b.ReportMetric(float64(slowdown.Percentile(sorted, 99).Nanoseconds())/1e3, "p99-us")
 	b.ReportMetric(float64(slowdown.Mean(r.RTTs).Nanoseconds())/1e3, "mean-us")
 	if bulk {
 		b.ReportMetric(r.BulkMBps(), "bulk-MB/s")

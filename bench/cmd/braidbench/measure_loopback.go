@@ -185,9 +185,10 @@ func pingMetrics(bulk bool) []metric {
 
 // pingSample is a ping run's sample of pingMetrics(bulk).
 func pingSample(r slowdown.PingResult, bulk bool) sample {
+	sorted := r.Sorted()
 	s := sample{
-		mP50: us(slowdown.Percentile(r.RTTs, 50)),
-		mP99: us(slowdown.Percentile(r.RTTs, 99)),
+		mP50: us(slowdown.Percentile(sorted, 50)),
+		mP99: us(slowdown.Percentile(sorted, 99)),
 	}
 	if bulk {
 		s[mBulkMBps] = r.BulkMBps()

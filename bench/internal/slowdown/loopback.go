@@ -219,16 +219,18 @@ const PingPongSize = 64
 // have moved BulkMeasured bytes (or maxTime ends it).
 func PingPong(ctx context.Context, c contenders.Contender, n, neighbours int, maxTime time.Duration) ([]time.Duration, error) {
 	r, err := PingPongLoad(ctx, c, n, neighbours, maxTime)
-	return r.RTTs, err
+	return r.Sorted(), err
 }
 
 // PingResult is one PingPongLoad run.
 type PingResult struct {
-	RTTs     []time.Duration // sorted
-	InOrder  []time.Duration // the same round trips in the order they ran
+	RTTs     []time.Duration // in the order they ran; Sorted for percentiles
 	Bulk     int64           // bytes the neighbours' readers read while the round trips ran
 	Duration time.Duration   // time of the round trips
 }
+
+// Sorted returns a sorted copy of the round trips, for Percentile.
+func (r PingResult) Sorted() []time.Duration { return slices.Sorted(slices.Values(r.RTTs)) }
 
 // BulkMBps is the neighbours' goodput during the round trips, in MB/s.
 func (r PingResult) BulkMBps() float64 {
@@ -448,9 +450,7 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingL
 	}
 	d := time.Since(start)
 	moved := bulk.Load() - bulk0
-	inOrder := slices.Clone(rtts)
-	slices.Sort(rtts)
-	return PingResult{RTTs: rtts, InOrder: inOrder, Bulk: moved, Duration: d}, nil
+	return PingResult{RTTs: rtts, Bulk: moved, Duration: d}, nil
 }
 
 // bulkWarmup is what the bulk neighbours move before the first round trip
