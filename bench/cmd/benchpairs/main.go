@@ -1,7 +1,13 @@
 // Command benchpairs compares two builds of the benchmarks in paired runs:
 // the two test binaries alternate, one short run each, and for every
 // benchmark and unit it prints the median of the per-pair ratios (B / A),
-// its quartiles and how many pairs went B's way.
+// its quartiles and how many pairs went B's way. Which binary runs first
+// alternates too, pair by pair (A B, B A, A B, ...), so that what the
+// position in a pair gives, the machine's state left by the run before,
+// falls on each binary alike. With A always first (until session 47),
+// three sets of two copies of one binary measured B/A x1.040, x1.030 and
+// x1.001 (13, 11 and 8 of 16 pairs; 64 KiB TLS notifications at
+// GOMAXPROCS 2), and alternating, x0.987 and x0.998 (6 and 8 of 16).
 //
 // On a shared machine whose speed moves by tens of percent within a minute,
 // medians of separate runs can't resolve a change of a few percent; two runs
@@ -52,11 +58,9 @@ func run(args []string, out io.Writer) error {
 	}
 	var p pairing
 	for i := 0; i < *pairs; i++ {
-		ra, err := runOnce(*a, *bench, *benchtime, *cpu)
-		if err != nil {
-			return err
-		}
-		rb, err := runOnce(*b, *bench, *benchtime, *cpu)
+		ra, rb, err := runPair(*a, *b, i%2 == 1, func(bin string) (results, error) {
+			return runOnce(bin, *bench, *benchtime, *cpu)
+		})
 		if err != nil {
 			return err
 		}
@@ -64,6 +68,27 @@ func run(args []string, out io.Writer) error {
 	}
 	p.write(out)
 	return nil
+}
+
+// runPair runs a and b once each, b first when bFirst, and returns their
+// results in the order a, b whichever ran first.
+func runPair(a, b string, bFirst bool, runBin func(bin string) (results, error)) (ra, rb results, err error) {
+	first, second := a, b
+	if bFirst {
+		first, second = b, a
+	}
+	r1, err := runBin(first)
+	if err != nil {
+		return nil, nil, err
+	}
+	r2, err := runBin(second)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bFirst {
+		return r2, r1, nil
+	}
+	return r1, r2, nil
 }
 
 // runOnce runs bin's benchmarks once and parses what it printed.

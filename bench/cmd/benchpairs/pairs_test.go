@@ -74,3 +74,33 @@ func TestRunNeedsFlags(t *testing.T) {
 		t.Fatal("no error without -b and -bench")
 	}
 }
+
+// TestRunPairAlternatesOrder: runPair runs the binary asked first first,
+// and returns the results as a, b either way, so the ratios stay B / A.
+func TestRunPairAlternatesOrder(t *testing.T) {
+	for _, bFirst := range []bool{false, true} {
+		var ran []string
+		runBin := func(bin string) (results, error) {
+			ran = append(ran, bin)
+			if bin == "a" {
+				return parse(runA), nil
+			}
+			return parse(runB), nil
+		}
+		ra, rb, err := runPair("a", "b", bFirst, runBin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a", "b"}
+		if bFirst {
+			want = []string{"b", "a"}
+		}
+		if strings.Join(ran, " ") != strings.Join(want, " ") {
+			t.Errorf("bFirst %v: ran %v, want %v", bFirst, ran, want)
+		}
+		k := key{"BenchmarkBulk/net=tls/impl=braid-2", "MB/s"}
+		if ra[k] != 1104.98 || rb[k] != 1200 {
+			t.Errorf("bFirst %v: a %v, b %v, want 1104.98 and 1200", bFirst, ra[k], rb[k])
+		}
+	}
+}
