@@ -162,6 +162,12 @@ type writer struct {
 	shared    bool
 	loneAfter time.Time
 	several   bool
+	// bulkOnly: the budget last sized is for bulk alone (bulkOnlyLocked),
+	// and with more than one P only the batches taken while it holds are
+	// corked (batch.bulkOnly, corkWorth). corkAfter is when the quiet
+	// after another stream's small frame ends (zero: none runs).
+	bulkOnly  bool
+	corkAfter time.Time
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
@@ -196,6 +202,7 @@ type batch struct {
 	tail     []byte      // a marker ping after the batch's data (inflight.go), or before its last by-reference frame (markEarly)
 	early    bool        // tail goes before the last of refs (markEarly)
 	awaited  bool        // ctrl holds a pong the read loop waits for (handoff.go): written whole
+	bulkOnly bool        // taken while writer.bulkOnly held: corkWorth may cork it with more than one P
 	size     int         // bytes of ctrl, data and refs
 	vec      net.Buffers // backing array of the writev vector
 }
@@ -223,11 +230,13 @@ func newWriter(conn net.Conn, c codec, cfg *Config) *writer {
 		w.smallMax = min(refThreshold-1, cfg.MaxBatchBytes)
 	}
 	w.sched.merge = w.coalesce // see mergeSmallFrames
-	if w.coalesce && !w.writev && !w.parallel {
-		w.cork = newRecordCork(conn) // at one P only: see cork.go
+	if w.coalesce && !w.writev {
+		w.cork = newRecordCork(conn, w.parallel)
 	}
-	if !w.cork.active() {
-		setNotSentLowat(conn, notSentLowat) // not under a cork: see cork.go
+	if !w.cork.active() || w.parallel {
+		// At one P a corked socket has no low-water mark; at more, the
+		// cork clears it while on (cork.go).
+		setNotSentLowat(conn, notSentLowat)
 	}
 	if w.coalesce && w.writev {
 		w.seg = newSegmentTail(conn)
@@ -504,6 +513,7 @@ func (w *writer) takeLocked() {
 	b.ctrlEnds, w.ctrlEnds = w.ctrlEnds, b.ctrlEnds[:0]
 	w.pongs = 0
 	b.awaited = w.pongWaiter != nil // the read loop's pong is in ctrl (answerMarkerAndWait)
+	b.bulkOnly = w.bulkOnly
 	if w.received != nil {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
@@ -627,7 +637,7 @@ func (w *writer) writeBatch() error {
 			if w.flat == nil {
 				w.flat = pool.Get(flatBufSize(b))[:0]
 			}
-			worth := w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs))
+			worth := w.corkWorth(b)
 			if worth && !w.corked {
 				w.corked = w.cork.set(true)
 			}
@@ -645,6 +655,17 @@ func (w *writer) writeBatch() error {
 	}
 	w.stats.frames.Add(frames)
 	return err
+}
+
+// corkWorth tells whether run corks the socket for batch b (cork.go):
+// by-reference frames spanning two records or more; with more than one P
+// only while bulk goes alone (batch.bulkOnly), and with nothing small in
+// the batch. Run's, without mu.
+func (w *writer) corkWorth(b *batch) bool {
+	if !w.cork.worth(len(w.flat)+b.size+len(b.tail), len(b.refs)) {
+		return false
+	}
+	return !w.parallel || b.bulkOnly && len(b.ctrl) == 0 && len(b.data) == 0
 }
 
 // complete finishes the batch written with err in d (0: not timed): its

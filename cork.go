@@ -99,11 +99,18 @@ type recordCork struct {
 // newRecordCork returns the cork of conn: the TCP socket under it when
 // conn is a security layer over TCP (it has a NetConn method), not a TCP
 // conn itself (that one has writev, and its batches are one system call).
-func newRecordCork(conn net.Conn) recordCork {
+// With more than one P (parallel) the socket keeps notSentLowat as its
+// TCP_NOTSENT_LOWAT while uncorked, and has none while corked (see the
+// comment above).
+func newRecordCork(conn net.Conn, parallel bool) recordCork {
 	if _, ok := conn.(interface{ NetConn() net.Conn }); !ok {
 		return recordCork{}
 	}
-	return recordCork{setCork: socketUnder(conn).corker()}
+	mark := 0
+	if parallel {
+		mark = notSentLowat
+	}
+	return recordCork{setCork: socketUnder(conn).corker(mark)}
 }
 
 // active tells whether the cork reaches a socket.

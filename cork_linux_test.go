@@ -49,7 +49,9 @@ func tcpOption(t *testing.T, c *net.TCPConn, opt int) int {
 // the cork while they come back to back), not one segment or more per
 // 16 KiB record nor a short one per batch; the socket is never left
 // corked, every byte arrives in order, and a conn under a cork gets no
-// TCP_NOTSENT_LOWAT, where plain TCP does.
+// TCP_NOTSENT_LOWAT at one P, where plain TCP does. At two P a lone
+// stream's records leave merged too, and the low-water mark, off while
+// corked, is back once the stream is done.
 func TestRecordCorkWholeSegments(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the cork is for one P: sessions fix it as they start
 	for _, streams := range []int{1, 2} {
@@ -77,11 +79,22 @@ func TestRecordCorkWholeSegments(t *testing.T) {
 		require.Zero(t, tcpOption(t, sock, syscall.TCP_CORK), "the socket is not left corked")
 	}
 
+	// With more than one P a lone stream's batches are corked, and the
+	// low-water mark is off while they are.
 	runtime.GOMAXPROCS(2)
 	p1, p2 := tlsPair(t)
-	parallel, _ := sessionPairOver(t, p1, p2, nil)
-	require.False(t, parallel.w.cork.active(), "more than one P: no cork")
-	require.Equal(t, notSentLowat, tcpOption(t, p1.NetConn().(*net.TCPConn), tcpNotSentLowat), "the low-water mark where no cork is")
+	parallel, parallelServer := sessionPairOver(t, p1, p2, nil)
+	awaitRTT(t, parallel, parallelServer)
+	psock := p1.NetConn().(*net.TCPConn)
+	require.True(t, parallel.w.cork.active(), "more than one P: a cork for a lone stream")
+	require.Equal(t, notSentLowat, tcpOption(t, psock, tcpNotSentLowat), "the low-water mark while uncorked")
+	before := dataSegmentsOut(t, psock)
+	records := sendCheckedStreams(t, parallel, parallelServer, 1)
+	segments := dataSegmentsOut(t, psock) - before
+	t.Logf("two P, a lone stream: %d data segments for %d records", segments, records)
+	require.Less(t, segments, records/2, "two P: a lone stream's records leave merged into full segments")
+	require.Zero(t, tcpOption(t, psock, syscall.TCP_CORK), "the socket is not left corked")
+	require.Equal(t, notSentLowat, tcpOption(t, psock, tcpNotSentLowat), "nor without its low-water mark")
 
 	c1, c2 := tcpPair(t)
 	plain, _ := sessionPairOver(t, c1, c2, nil)
@@ -153,7 +166,7 @@ func sendCheckedStreams(t *testing.T, client, server *Session, n int) (records i
 // conn, twice a batch, allocates nothing.
 func TestRecordCorkAllocates(t *testing.T) {
 	t1, _ := tlsPair(t)
-	k := newRecordCork(t1)
+	k := newRecordCork(t1, false)
 	require.True(t, k.active())
 	allocs := testing.AllocsPerRun(100, func() {
 		require.True(t, k.set(true))
@@ -165,10 +178,40 @@ func TestRecordCorkAllocates(t *testing.T) {
 
 // TestNotSentLowatThroughWrapper: the socket under TLS over a wrapped TCP
 // conn (wrappedNetConn, as under a go-libp2p host's TLS) gets the
-// writer's TCP_NOTSENT_LOWAT at two P, as under TLS over TCP.
+// writer's cork and TCP_NOTSENT_LOWAT at two P, as under TLS over TCP.
 func TestNotSentLowatThroughWrapper(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	tcp1, t1, t2 := tlsOverWrappedPair(t)
-	sessionPairOver(t, t1, t2, nil)
+	client, _ := sessionPairOver(t, t1, t2, nil)
+	require.True(t, client.w.cork.active())
 	require.Equal(t, notSentLowat, tcpOption(t, tcp1, tcpNotSentLowat))
+}
+
+// TestCorkClearsLowWaterAtTwoP: with more than one P the cork takes the
+// socket's TCP_NOTSENT_LOWAT off while it is on and puts notSentLowat back
+// once it is off (cork.go: a mark beside a held segment kept the writer
+// waiting for the cork's 200 ms), allocating nothing; at one P it leaves
+// the option alone.
+func TestCorkClearsLowWaterAtTwoP(t *testing.T) {
+	t1, _ := tlsPair(t)
+	sock := t1.NetConn().(*net.TCPConn)
+	require.True(t, setNotSentLowat(t1, notSentLowat))
+	k := newRecordCork(t1, true)
+	require.True(t, k.active())
+	require.True(t, k.set(true))
+	require.Equal(t, 1, tcpOption(t, sock, syscall.TCP_CORK))
+	require.Zero(t, tcpOption(t, sock, tcpNotSentLowat), "no low-water mark while corked")
+	require.True(t, k.set(false))
+	require.Zero(t, tcpOption(t, sock, syscall.TCP_CORK))
+	require.Equal(t, notSentLowat, tcpOption(t, sock, tcpNotSentLowat), "the mark is back once uncorked")
+	allocs := testing.AllocsPerRun(100, func() {
+		require.True(t, k.set(true))
+		require.True(t, k.set(false))
+	})
+	require.Zero(t, allocs)
+
+	serial := newRecordCork(t1, false)
+	require.True(t, serial.set(true))
+	require.Equal(t, notSentLowat, tcpOption(t, sock, tcpNotSentLowat), "one P: the cork leaves the option alone")
+	require.True(t, serial.set(false))
 }

@@ -44,7 +44,7 @@ func (w *writer) inlineLocked(h header, payload []byte) (done bool, err error) {
 	if !w.connFreeLocked() || w.received.Load() == w.receivedAtWrite {
 		return false, nil
 	}
-	w.sched.copied = true // a copied frame, as push counts one: the lone budgets' quiet (loneScale)
+	w.sched.noteCopied(h.streamID) // a copied frame, as push counts one: the lone budgets' quiet (loneScale)
 	seen := w.beginInlineLocked()
 	buf := pool.Get(maxHeaderLen + len(payload))
 	frame := append(w.codec.appendHeader(buf[:0], h), payload...)

@@ -28,6 +28,9 @@ type scheduler struct {
 	refStream   uint32
 	refSwitched bool
 	copied      bool // a copied frame was queued or written inline since takeCopied
+	// otherCopied: a copied frame of a stream other than refStream was
+	// queued or written inline since takeOtherCopied (noteCopied).
+	otherCopied bool
 	ring        []*streamSend
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
@@ -99,6 +102,27 @@ func (sc *scheduler) takeCopied() bool {
 	copied := sc.copied
 	sc.copied = false
 	return copied
+}
+
+// noteCopied records a copied (small) frame of stream id, queued (push)
+// or written inline (writer.inlineLocked): for takeCopied, and for
+// takeOtherCopied when id is not the stream that last sent by reference.
+func (sc *scheduler) noteCopied(id uint32) {
+	sc.copied = true
+	if id != sc.refStream {
+		sc.otherCopied = true
+	}
+}
+
+// takeOtherCopied tells whether a copied frame of a stream other than the
+// one that last sent by reference was queued or written inline since the
+// last call, and clears it: the quiet of a lone stream's cork with more
+// than one P (writer.bulkOnlyLocked). A lone stream's own small frames (a
+// length prefix written on its own) do not count.
+func (sc *scheduler) takeOtherCopied() bool {
+	other := sc.otherCopied
+	sc.otherCopied = false
+	return other
 }
 
 // cutsAtRoom tells whether take cuts a by-reference frame at the
@@ -194,7 +218,7 @@ func (sc *scheduler) add(s *streamSend) {
 // more payload of its last queued frame when it can (sendQueue.extend),
 // up to mergeLimit.
 func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
-	sc.copied = true
+	sc.noteCopied(h.streamID)
 	sc.add(s)
 	if sc.merge && s.q.extend(sc.codec, h, payload, sc.mergeLimit()) {
 		sc.queued += len(payload)

@@ -108,16 +108,36 @@ func (p *socketPeek) bytesQueued() int {
 // corker returns a function that sets (on) or clears TCP_CORK on s and
 // reports whether it did, or nil if s reaches no socket. While TCP_CORK
 // is set the kernel sends only full segments; clearing it sends what is
-// held at once. The functions passed to Control are made here, once: a
-// function passed to it escapes, so one made per call would allocate
-// (four allocations per 64 KiB over TLS, two corks a batch).
-func (s tcpSocket) corker() func(on bool) bool {
+// held at once. With mark above 0 the socket's TCP_NOTSENT_LOWAT is mark
+// while uncorked and none while corked (cork.go): the mark is cleared
+// before the cork goes on and set again once it is off. The functions
+// passed to Control are made here, once: a function passed to it
+// escapes, so one made per call would allocate (four allocations per 64
+// KiB over TLS, two corks a batch).
+func (s tcpSocket) corker(mark int) func(on bool) bool {
 	if s.raw == nil {
 		return nil
 	}
 	var serr error
-	set := func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1) }
-	unset := func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 0) }
+	setOpt := func(fd uintptr, opt, v int) {
+		if serr == nil {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, opt, v)
+		}
+	}
+	set := func(fd uintptr) {
+		serr = nil
+		if mark > 0 {
+			setOpt(fd, tcpNotSentLowat, 0) // 0: the system's, which is none unless an administrator set one
+		}
+		setOpt(fd, syscall.TCP_CORK, 1)
+	}
+	unset := func(fd uintptr) {
+		serr = nil
+		setOpt(fd, syscall.TCP_CORK, 0)
+		if mark > 0 {
+			setOpt(fd, tcpNotSentLowat, mark)
+		}
+	}
 	return func(on bool) bool {
 		f := unset
 		if on {

@@ -28,4 +28,4 @@ func (tcpSocket) peeker() *socketPeek { return nil }
 func (*socketPeek) bytesQueued() int { return 0 }
 
 // corker is nil: no socket is reached here.
-func (tcpSocket) corker() func(on bool) bool { return nil }
+func (tcpSocket) corker(int) func(on bool) bool { return nil }

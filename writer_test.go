@@ -908,3 +908,42 @@ func TestWriterTrimsControlBuffersWhenIdle(t *testing.T) {
 	require.Eventually(t, kept, eventually, time.Millisecond)
 	t.Logf("an idle writer keeps ctrl %d, spare %d, ends %d bytes", ctrl, spare, ends)
 }
+
+// TestWriterCorksBulkOnly: with more than one P, over a conn without
+// writev whose socket the cork reaches, the writer corks only batches of
+// bulk that goes alone (bulkOnlyLocked, corkWorth): a stream with the lone
+// budgets, its own small frames (a length prefix) counting for nothing,
+// until another stream's small frame, and again once loneQuiet passed
+// after it; never a batch with a small frame in it. At one P every batch
+// of by-reference frames spanning two records is corked, as before.
+func TestWriterCorksBulkOnly(t *testing.T) {
+	bulk := &batch{refs: make([]refFrame, 1), size: 3 * recordSize}
+	withSmall := &batch{refs: make([]refFrame, 1), data: make([]byte, 64), size: 3 * recordSize}
+	for _, parallel := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond), parallel: parallel}
+		w.cork = recordCork{setCork: func(bool) bool { return true }}
+		pastSerialRamp(w)
+		const a, b = 1, 3 // two streams' IDs
+		size := func(what string, want bool) {
+			t.Helper()
+			w.sched.refFrameLen(a, 64<<10)
+			w.sizeBudgetLocked(true)
+			if !parallel {
+				want = false // bulkOnly is for more than one P
+			}
+			require.Equal(t, want, w.bulkOnly, "parallel %v: %s", parallel, what)
+			bulk.bulkOnly, withSmall.bulkOnly = w.bulkOnly, w.bulkOnly
+			require.Equal(t, want || !parallel, w.corkWorth(bulk), "parallel %v: %s: a batch of bulk", parallel, what)
+			require.Equal(t, !parallel, w.corkWorth(withSmall), "parallel %v: %s: a batch with a small frame", parallel, what)
+		}
+		size("one stream alone from the start", true)
+		w.sched.noteCopied(a)
+		size("its own small frame", true)
+		w.sched.noteCopied(b)
+		size("another stream's small frame", false)
+		size("within loneQuiet after it", false)
+		w.corkAfter = time.Now().Add(-time.Nanosecond) // the quiet is over
+		size("loneQuiet after it", true)
+		w.stopMarkerTimer()
+	}
+}

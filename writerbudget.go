@@ -24,6 +24,9 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 		return
 	}
 	scale, loneMarkers := w.loneScale(lone)
+	if w.parallel && w.cork.active() {
+		w.bulkOnly = w.bulkOnlyLocked(scale)
+	}
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, loneMarkers)
 	// The least room the next frames can use, for needMarker: a lone
 	// stream's whole frame goes with any room, a cut needs minRefCut
@@ -52,6 +55,34 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if floor > 0 {
 		w.bound.floor(floor, floorMarkers)
 	}
+}
+
+// bulkOnlyLocked tells whether the next batches, sized to scale budgets,
+// are bulk alone, for the cork with more than one P (corkWorth): lone
+// budgets (loneScale: no small frame beside several streams' bulk for
+// their quiet), and no small frame of a stream other than the one that
+// last sent by reference for loneQuiet (corkAfter). Lone budgets alone
+// are not enough: sized for an inline write, or with no other stream's
+// by-reference frames, a stream gets them beside another stream's
+// ping-pong, whose frames a corked segment would hold back and whose
+// inline writes the cork stops. The clock is read only after another
+// stream's small frame, and during the quiet that follows it, not per
+// batch of bulk that goes alone throughout. mu held.
+func (w *writer) bulkOnlyLocked(scale int) bool {
+	if w.sched.takeOtherCopied() {
+		w.corkAfter = time.Now().Add(loneQuiet)
+		return false
+	}
+	if scale <= 1 {
+		return false
+	}
+	if !w.corkAfter.IsZero() {
+		if time.Now().Before(w.corkAfter) {
+			return false
+		}
+		w.corkAfter = time.Time{}
+	}
+	return true
 }
 
 // loneScale is how many budgets the next frames get, and how many
