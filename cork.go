@@ -14,30 +14,50 @@ import "net"
 // for 655 MB (braid) against 13,584 (raw TLS), and each write system call
 // cost twice raw's: the kernel's per-segment work, not the bytes.
 //
-// Only at one P (session 12, Intel VM, 4 interleaved rounds): there the
-// two ends take turns on one core, and merged records save the kernel's
-// per-segment work and nothing else (TLS bulk 1,717 against 1,595 MB/s
-// uncorked, 64 KiB notifications 29.2k against 27.3k). With more than one
-// P the peer decrypts a record while this side encrypts the next, and
-// holding records back until the batch is written cost that overlap:
-// bulk 1,358 against 2,019 MB/s, 64 KiB notifications 25.0k against 35.3k,
-// the ping beside bulk p50 130 against 100 µs. There the conn gets
-// TCP_NOTSENT_LOWAT as plain TCP does. (On session 11's AMD VM the cork
-// had helped at two P too; the trade is recorded in docs/design.md.)
-// Session 46 corked a lone stream's batches at two P again, on the AMD
-// EPYC VM under PVM, paired against the code: with the low-water mark
-// kept at notSentLowat a corked partial segment above it stalls the
-// writer until the cork's 200 ms (x0.60-0.67); with a mark of 128 KiB
-// or none, 256 KiB TLS notifications x1.06-1.11 and 64 KiB x0.93-1.12
-// (an A/A pairing x0.97-1.01), corking several streams' batches too
-// put the ping beside them at p50 x1.54. Not kept: at best a tenth,
-// at 256 KiB only (docs/measurements.md, "Session 46").
+// At one P (session 12, Intel VM, 4 interleaved rounds) the two ends take
+// turns on one core, and merged records save the kernel's per-segment
+// work and nothing else (TLS bulk 1,717 against 1,595 MB/s uncorked, 64
+// KiB notifications 29.2k against 27.3k). With more than one P the peer
+// decrypts a record while this side encrypts the next, and a cork put on
+// and taken off around each batch cost that overlap (session 12: bulk
+// 1,358 against 2,019 MB/s, 64 KiB notifications 25.0k against 35.3k, the
+// ping beside bulk p50 130 against 100 µs). Held across batches (session
+// 19, below) it costs none while bulk goes alone, and at two P the
+// writer is the busy end of such a flow over TLS, its time mostly the
+// kernel's (`go run ./bench/cmd/writecost`, session 47: a 16 KiB
+// record's write(2) 8.5 µs, corked 6.9, four records in one write 6.6
+// each; sealing one 3.0). Session 47, the AMD EPYC VM under PVM, paired
+// against the code before (benchpairs, the build run first alternating):
+// 256 KiB TLS notifications x1.126 and x1.143, 64 KiB x1.107 and x1.076
+// (14 of 16 and 10 of 12 pairs), one-stream TLS bulk x1.092 and x1.076,
+// both ways x1.05, ten bulk streams x1.098 (8 of 8), data segments per 64
+// KiB message 1.7 against 5.5; the pings beside one or ten bulk streams,
+// the spaced and sparse pings and 100 x 64 B x0.90-1.02, the cork never
+// set there (54 setsockopt calls in a run of both pings beside bulk, as
+// before), and at one P, where the code is the same, x0.97-0.98. So with more than one P the
+// writer corks bulk that goes alone only (writer.bulkOnlyLocked): lone
+// budgets, and no small frame of another stream for loneQuiet; a batch
+// with a small frame in it is never corked. Corking every batch, as at
+// one P, put the ping beside ten bulk streams at p50 x1.54 (session 46):
+// its frames waited in the held segment.
+//
+// The low-water mark stays at two P while the cork is off (the ping
+// beside bulk keeps its bound) and is off while it is on (the cork
+// clears TCP_NOTSENT_LOWAT before it corks and sets it again after it
+// uncorks, tcpSocket.corker). With a mark beside the cork the writer
+// waited out the cork's 200 ms now and then, in the conn write with a
+// partial segment held and every byte sent acknowledged (session 47's
+// trace, `ss -tin`): with the mark at notSentLowat plus the MSS, once
+// or twice, 64 KiB notifications measured x0.17-0.41 and one-stream
+// bulk x0.66; session 46 saw it at notSentLowat. While corked, the
+// in-flight bound (inflight.go) bounds what the kernel holds, as at one
+// P.
 //
 // So on a conn without writev whose security layer exposes the TCP
 // socket under it (tls.Conn.NetConn), the writer corks the socket
 // (TCP_CORK) for a batch of by-reference frames that spans two records
-// or more, one stream's or several's (below): the records leave as full
-// segments. It keeps the cork on
+// or more, one stream's or several's (below; with more than one P only
+// while bulk goes alone, above): the records leave as full segments. It keeps the cork on
 // while such batches come back to back (writer.corked), so that the
 // partial segment one batch leaves is filled by the next, and takes it
 // off once a batch is not worth a cork (control or copied frames: they
@@ -81,12 +101,12 @@ import "net"
 // TestRecordCorkWholeSegments counts 42-46 segments for a lone stream's
 // 128 records, where uncorked it sent 95-135.
 //
-// Such a conn gets no TCP_NOTSENT_LOWAT:
-// with the low-water mark, a corked partial segment of more than the mark
-// that the receiver's window held back kept the socket from ever turning
-// writable, until the cork's 200 ms ceiling (256 KiB notifications at one
-// P: 0.43 s a run against 0.20). The in-flight bound (inflight.go) bounds
-// what the kernel holds there instead, as it does over noise.
+// At one P such a conn gets no TCP_NOTSENT_LOWAT at all: with the
+// low-water mark, a corked partial segment of more than the mark that the
+// receiver's window held back kept the socket from ever turning writable,
+// until the cork's 200 ms ceiling (256 KiB notifications at one P: 0.43 s
+// a run against 0.20). The in-flight bound (inflight.go) bounds what the
+// kernel holds there instead, as it does over noise.
 
 // recordCork is the TCP socket under a conn without writev, corked while
 // the writer's batches of by-reference frames come back to back; the zero value (no socket reached) does nothing.
