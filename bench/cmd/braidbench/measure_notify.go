@@ -44,6 +44,12 @@ func notifyCell(count, size int, t transport, procs int) cell {
 // minNotifySample is the least time one sample of a notification cell
 // measures: 100 messages of 64 KiB take about 2 ms on loopback, where one
 // scheduling hiccup or GC moves a single run by a third (the verdict of
-// one such cell flipped between runs of the same code); repeated to 50
-// ms, a round's sample is about as steady as the long cells'.
-const minNotifySample = 50 * time.Millisecond
+// one such cell flipped between runs of the same code). At 50 ms (until
+// session 47) a sample of the default plan was one run of 100-300 ms, and
+// on the 2-core VMs braid is measured on one run over TLS at two P moved
+// by a quarter with the vCPUs and BBR's mode: in session 47's default run
+// braid's three samples of 64 KiB were 16.5k, 15.4k and 22.4k msgs/s and
+// go-yamux's 19.4k, 12.2k and 19.1k, round ratios 0.85-1.26, so the
+// cell's verdict was a draw of three. At 400 ms a sample is the mean of
+// two to five runs over TLS (more over TCP), for about 45 s more in all.
+const minNotifySample = 400 * time.Millisecond
