@@ -53,7 +53,7 @@ func tcpOption(t *testing.T, c *net.TCPConn, opt int) int {
 // stream's records leave merged too, and the low-water mark, off while
 // corked, is back once the stream is done.
 func TestRecordCorkWholeSegments(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the cork is for one P: sessions fix it as they start
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // one P first (every batch corked), then two (bulk alone): sessions fix it as they start
 	for _, streams := range []int{1, 2} {
 		t1, t2 := tlsPair(t)
 		client, server := sessionPairOver(t, t1, t2, nil)
