@@ -110,10 +110,10 @@ func (p *socketPeek) bytesQueued() int {
 // is set the kernel sends only full segments; clearing it sends what is
 // held at once. With mark above 0 the socket's TCP_NOTSENT_LOWAT is mark
 // while uncorked and none while corked (cork.go): the mark is cleared
-// before the cork goes on and set again once it is off. The functions
-// passed to Control are made here, once: a function passed to it
-// escapes, so one made per call would allocate (four allocations per 64
-// KiB over TLS, two corks a batch).
+// before the cork goes on and set again once it is off, or when the cork
+// could not be set. The functions passed to Control are made here, once:
+// a function passed to it escapes, so one made per call would allocate
+// (four allocations per 64 KiB over TLS, two corks a batch).
 func (s tcpSocket) corker(mark int) func(on bool) bool {
 	if s.raw == nil {
 		return nil
@@ -130,6 +130,11 @@ func (s tcpSocket) corker(mark int) func(on bool) bool {
 			setOpt(fd, tcpNotSentLowat, 0) // 0: the system's, which is none unless an administrator set one
 		}
 		setOpt(fd, syscall.TCP_CORK, 1)
+		if serr != nil && mark > 0 {
+			// Not corked: the writer goes on uncorked, so the mark is
+			// put back (the failure is still reported).
+			_ = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, tcpNotSentLowat, mark)
+		}
 	}
 	unset := func(fd uintptr) {
 		serr = nil
