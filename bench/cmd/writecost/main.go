@@ -34,6 +34,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/braidmux/braid/bench/internal/slowdown"
 )
 
 func main() {
@@ -121,11 +123,8 @@ func printMessageCosts(out io.Writer, med map[string]time.Duration, seal, cp tim
 // us is d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// median returns the median of v (not empty).
+// median returns the median of v (not empty): slowdown.Percentile's 50th,
+// the upper of the middle two for an even count.
 func median(v []time.Duration) time.Duration {
-	v = slices.Sorted(slices.Values(v))
-	if n := len(v); n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
-	return v[len(v)/2]
+	return slowdown.Percentile(slices.Sorted(slices.Values(v)), 50)
 }

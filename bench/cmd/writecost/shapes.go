@@ -4,6 +4,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -57,7 +58,9 @@ var shapes = slices.DeleteFunc([]shape{
 
 // run writes total bytes of records over a fresh loopback TCP conn in s's
 // shape, a reader draining the other end, and returns the time per full
-// record: the short records' writes count in the record they follow.
+// record, from the first write to the last one's return (the writer's
+// time): the short records' writes count in the record they follow. It
+// fails if the reader did not read every byte written.
 func (s shape) run(total int64) (time.Duration, error) {
 	w, r, err := slowdown.TCPPair()
 	if err != nil {
@@ -65,10 +68,14 @@ func (s shape) run(total int64) (time.Duration, error) {
 	}
 	defer w.Close()
 	defer r.Close()
-	drained := make(chan error, 1)
-	go func() {
-		_, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, make([]byte, readSize))
-		drained <- err
+	type drain struct {
+		n   int64
+		err error
+	}
+	drained := make(chan drain, 1)
+	go func() { // the reader: until the writer's Close
+		n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{r}, make([]byte, readSize))
+		drained <- drain{n, err}
 	}()
 	if s.corked {
 		if err := setCork(w, true); err != nil {
@@ -98,8 +105,16 @@ func (s shape) run(total int64) (time.Duration, error) {
 	if err := w.Close(); err != nil {
 		return 0, err
 	}
-	if err := <-drained; err != nil {
-		return 0, err
+	d := <-drained
+	if d.err != nil {
+		return 0, d.err
+	}
+	written := int64(writes * len(buf))
+	if s.short {
+		written += int64(writes * len(short))
+	}
+	if d.n != written {
+		return 0, fmt.Errorf("the reader read %d bytes of %d written", d.n, written)
 	}
 	return elapsed / time.Duration(writes*s.records), nil
 }
