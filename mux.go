@@ -49,12 +49,15 @@ type Session struct {
 	// Window updates that ride with pongs (updateride.go): rideUpdates is
 	// fixed at the start, rides is the streams whose update waits, rideBuf
 	// the read loop's; markers counts the read loop's answers.
-	rideUpdates bool
-	rides       rideList
-	rideBuf     []header
-	markers     atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
-	cutter      *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
-	turn        connTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
+	// eagerUpdates, fixed at the start too, is the other way: updates
+	// every eagerUpdateBytes (recvwindow.go). At most one of the two.
+	rideUpdates  bool
+	eagerUpdates bool
+	rides        rideList
+	rideBuf      []header
+	markers      atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
+	cutter       *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	turn         connTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -164,6 +167,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		s.w.path = &s.path
 	}
 	s.rideUpdates = rideUpdatesFor(s.caps, s.w)
+	s.eagerUpdates = s.caps.flowControl && s.w.busyReadLoop()
 	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
 	s.w.waker = newReadWaker(conn, cutter, s.w.writev, s.w.parallel)
 	if s.w.waker != nil {
@@ -407,7 +411,7 @@ func (s *Session) acceptGrant(st *Stream) {
 	st.mu.Lock()
 	var delta uint32
 	if extra > 0 {
-		delta = st.rw.grew(extra, charged, st.readFinalLocked(), false)
+		delta = st.rw.grew(extra, charged, st.readFinalLocked(), updateEighths)
 		extra, charged = st.keepReservedLocked(extra)
 	}
 	track := st.joinGrownLocked(st.rw.grown())

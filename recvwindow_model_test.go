@@ -114,8 +114,8 @@ func reviewRecvWindowModel(t *testing.T, reviewMaxWindow uint32, rtt time.Durati
 					continue
 				}
 				n := uint32(rng.Int63n(int64(w.unread))) + 1
-				ride := rng.Intn(2) == 0
-				u, _ := w.consumed(n, false, ride)
+				rule := updateRule(rng.Intn(3))
+				u, _ := w.consumed(n, false, rule)
 				grant(u)
 				if want := w.wantGrowth(&f.env); want > 0 {
 					g := want
@@ -125,7 +125,7 @@ func reviewRecvWindowModel(t *testing.T, reviewMaxWindow uint32, rtt time.Durati
 					case 1:
 						g = uint32(rng.Int63n(int64(want))) + 1
 					}
-					grant(w.grew(g, w.budgetCost(g), false, ride))
+					grant(w.grew(g, w.budgetCost(g), false, rule))
 				}
 			case op == 8: // a pong carries what is due
 				grant(w.takeRide())

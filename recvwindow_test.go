@@ -33,7 +33,7 @@ func growAll(w *recvWindow, env *growthEnv) (want, update uint32) {
 	if want == 0 {
 		return 0, 0
 	}
-	return want, w.grew(want, w.budgetCost(want), false, false)
+	return want, w.grew(want, w.budgetCost(want), false, updateEighths)
 }
 
 func TestRecvWindowAdmit(t *testing.T) {
@@ -53,13 +53,13 @@ func TestRecvWindowUpdateThreshold(t *testing.T) {
 	f := newFakeEnv(0, 0, DefaultMaxStreamWindow) // no RTT: no growth
 	w := newRecvWindow(InitialStreamWindow, 0)
 	w.received(InitialStreamWindow, &f.env)
-	u, _ := w.consumed(InitialStreamWindow/2-1, false, false)
+	u, _ := w.consumed(InitialStreamWindow/2-1, false, updateEighths)
 	require.Zero(t, u)
-	u, _ = w.consumed(1, false, false)
+	u, _ = w.consumed(1, false, updateEighths)
 	require.EqualValues(t, InitialStreamWindow/2, u)
 	require.EqualValues(t, InitialStreamWindow, w.credit+w.unread)
 	// A closed read side gives nothing back.
-	u, _ = w.consumed(InitialStreamWindow/2, true, false)
+	u, _ = w.consumed(InitialStreamWindow/2, true, updateEighths)
 	require.Zero(t, u)
 	// Large windows are returned in eighths.
 	require.EqualValues(t, 2<<20, updateThreshold(16<<20))
@@ -85,7 +85,7 @@ func TestRecvWindowDoubling(t *testing.T) {
 			w.received(half/2, &f.env)
 			f.advance(c.elapsed)
 			w.received(half/2, &f.env)
-			u, _ := w.consumed(half, false, false)
+			u, _ := w.consumed(half, false, updateEighths)
 			require.EqualValues(t, half, u)
 			want, update := growAll(&w, &f.env)
 			if !c.grows {
@@ -110,7 +110,7 @@ func TestRecvWindowBacklogNoGrowth(t *testing.T) {
 	w := newRecvWindow(InitialStreamWindow, 0)
 	w.received(InitialStreamWindow, &f.env) // all at once
 	f.advance(3 * rtt)                      // nobody read
-	w.consumed(InitialStreamWindow/2, false, false)
+	w.consumed(InitialStreamWindow/2, false, updateEighths)
 	want, _ := growAll(&w, &f.env)
 	require.Zero(t, want)
 }
@@ -121,7 +121,7 @@ func TestRecvWindowPathWindow(t *testing.T) {
 	f := newFakeEnv(50*time.Millisecond, 125e6, DefaultMaxStreamWindow)
 	w := newRecvWindow(InitialStreamWindow, 0)
 	w.received(100, &f.env)
-	u, _ := w.consumed(100, false, false)
+	u, _ := w.consumed(100, false, updateEighths)
 	require.Zero(t, u)
 	want, update := growAll(&w, &f.env)
 	pathWindow := uint32(2 * 125e6 * 0.05)
@@ -143,13 +143,13 @@ func TestRecvWindowGrowthRefused(t *testing.T) {
 	f := newFakeEnv(50*time.Millisecond, 125e6, DefaultMaxStreamWindow)
 	w := newRecvWindow(InitialStreamWindow, 0)
 	w.received(InitialStreamWindow, &f.env)
-	u, _ := w.consumed(InitialStreamWindow/2, false, false)
+	u, _ := w.consumed(InitialStreamWindow/2, false, updateEighths)
 	require.NotZero(t, u)
 	w.pathChecked = false
 	want := w.wantGrowth(&f.env)
 	require.NotZero(t, want)
 	require.Zero(t, w.wantGrowth(&f.env), "one growth at a time")
-	require.Zero(t, w.grew(0, 0, false, false))
+	require.Zero(t, w.grew(0, 0, false, updateEighths))
 	require.EqualValues(t, InitialStreamWindow, w.window)
 	require.False(t, w.growing)
 }
@@ -161,7 +161,7 @@ func TestRecvWindowShrink(t *testing.T) {
 	f := newFakeEnv(50*time.Millisecond, 125e6, DefaultMaxStreamWindow)
 	w := newRecvWindow(InitialStreamWindow, 0)
 	w.received(1000, &f.env)
-	w.consumed(1000, false, false)
+	w.consumed(1000, false, updateEighths)
 	growAll(&w, &f.env)
 	big := w.window
 	require.Greater(t, big, uint32(InitialStreamWindow))
@@ -183,14 +183,14 @@ func TestRecvWindowShrink(t *testing.T) {
 	// goes.
 	credit := w.credit
 	w.received(credit, &f.env)
-	u, rel := w.consumed(credit/2, false, false)
+	u, rel := w.consumed(credit/2, false, updateEighths)
 	require.Zero(t, u, "no credit back while the peer held more than the window")
 	require.EqualValues(t, big-InitialStreamWindow, rel+w.charged)
-	u, rel2 := w.consumed(credit-credit/2-InitialStreamWindow, false, false)
+	u, rel2 := w.consumed(credit-credit/2-InitialStreamWindow, false, updateEighths)
 	require.Zero(t, u, "what is held is the window now")
 	require.EqualValues(t, big-InitialStreamWindow, rel+rel2, "all the budget is back")
 	require.Zero(t, w.charged)
-	u, _ = w.consumed(InitialStreamWindow/2, false, false)
+	u, _ = w.consumed(InitialStreamWindow/2, false, updateEighths)
 	require.EqualValues(t, InitialStreamWindow/2, u, "the initial window's updates again")
 }
 
@@ -236,36 +236,62 @@ func TestRecvWindowRide(t *testing.T) {
 	const window = 1 << 20
 	w := newRecvWindow(window, 0)
 	w.received(window, &f.env)
-	u, _ := w.consumed(window/8-1, false, true)
+	u, _ := w.consumed(window/8-1, false, updateRide)
 	require.Zero(t, u)
 	require.False(t, w.rideDue(), "less than an eighth: nothing for a pong to carry")
 	require.Zero(t, w.takeRide())
-	u, _ = w.consumed(1, false, true)
+	u, _ = w.consumed(1, false, updateRide)
 	require.Zero(t, u, "an eighth: not alone")
 	require.True(t, w.rideDue(), "an eighth: due for the next pong")
 	require.EqualValues(t, window/8, w.takeRide())
 	require.False(t, w.rideDue(), "taken")
 	require.EqualValues(t, window, w.credit+w.unread)
 
-	u, _ = w.consumed(window/2-1, false, true)
+	u, _ = w.consumed(window/2-1, false, updateRide)
 	require.Zero(t, u)
-	u, _ = w.consumed(1, false, true)
+	u, _ = w.consumed(1, false, updateRide)
 	require.EqualValues(t, window/2, u, "half the window: alone")
 	require.EqualValues(t, window, w.credit+w.unread)
 
 	// Without riding, the eighth goes at once.
 	plain := newRecvWindow(window, 0)
 	plain.received(window, &f.env)
-	u, _ = plain.consumed(window/8, false, false)
+	u, _ = plain.consumed(window/8, false, updateEighths)
 	require.EqualValues(t, window/8, u)
 
 	// The initial window: half in both cases.
 	require.Equal(t, updateThreshold(InitialStreamWindow), aloneThreshold(InitialStreamWindow))
-	require.EqualValues(t, InitialStreamWindow/2, sendThreshold(InitialStreamWindow, true))
+	require.EqualValues(t, InitialStreamWindow/2, sendThreshold(InitialStreamWindow, updateRide))
 	// A refused growth's pending bytes wait for a pong as consumed's do.
 	g := newRecvWindow(window, 0)
 	g.received(window/4, &f.env)
-	g.consumed(window/4, false, true)
-	require.Zero(t, g.grew(0, 0, false, true))
-	require.EqualValues(t, window/4, g.grew(0, 0, false, false))
+	g.consumed(window/4, false, updateRide)
+	require.Zero(t, g.grew(0, 0, false, updateRide))
+	require.EqualValues(t, window/4, g.grew(0, 0, false, updateEighths))
+}
+
+// Under updateEager a window of any size is returned every
+// eagerUpdateBytes, where eighths would wait for an eighth of it; a
+// refused growth's pending bytes go at the same threshold.
+func TestRecvWindowEager(t *testing.T) {
+	f := newFakeEnv(0, 0, DefaultMaxStreamWindow)
+	const window = 8 << 20
+	require.Greater(t, updateThreshold(window), uint32(eagerUpdateBytes), "the test needs eighths larger than the eager step")
+	w := newRecvWindow(window, 0)
+	w.received(window, &f.env)
+	u, _ := w.consumed(eagerUpdateBytes-1, false, updateEager)
+	require.Zero(t, u)
+	u, _ = w.consumed(1, false, updateEager)
+	require.EqualValues(t, eagerUpdateBytes, u, "eagerUpdateBytes consumed: an update at once")
+	u, _ = w.consumed(eagerUpdateBytes, false, updateEighths)
+	require.Zero(t, u, "the same bytes under eighths wait for an eighth")
+	require.EqualValues(t, window, w.credit+w.unread+uint32(w.pending()))
+
+	g := newRecvWindow(window, 0)
+	g.received(window/4, &f.env)
+	g.consumed(eagerUpdateBytes-1, false, updateEager)
+	require.Zero(t, g.grew(0, 0, false, updateEager), "below the eager step")
+	g.consumed(1, false, updateEighths)
+	require.EqualValues(t, eagerUpdateBytes, g.grew(0, 0, false, updateEager))
+	require.EqualValues(t, eagerUpdateBytes, sendThreshold(InitialStreamWindow, updateEager))
 }

@@ -277,8 +277,8 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 		return
 	}
 	final := s.readFinalLocked()
-	ride := s.mayRideLocked()
-	update, release := s.rw.consumed(n, final, ride)
+	rule := s.updateRuleLocked()
+	update, release := s.rw.consumed(n, final, rule)
 	var want, cost uint32
 	if !final && s.readState == halfOpen {
 		if want = s.rw.wantGrowth(&sess.env); want > 0 {
@@ -287,7 +287,7 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	}
 	if want == 0 {
 		h := s.updateLocked(update)
-		queue := s.queueRideLocked(ride, h.length)
+		queue := s.queueRideLocked(rule == updateRide, h.length)
 		s.mu.Unlock()
 		sess.releaseBudget(release)
 		if queue {
@@ -300,11 +300,11 @@ func (s *Stream) consumedAndUnlock(n uint32) {
 	sess.releaseBudget(release)
 	g, charged := sess.reserveGrowth(want, cost)
 	s.mu.Lock()
-	update += s.rw.grew(g, charged, s.readFinalLocked(), ride)
+	update += s.rw.grew(g, charged, s.readFinalLocked(), rule)
 	mem, budget := s.keepReservedLocked(g)
 	track := s.joinGrownLocked(s.rw.grown())
 	h := s.updateLocked(update)
-	queue := s.queueRideLocked(ride, h.length)
+	queue := s.queueRideLocked(rule == updateRide, h.length)
 	s.mu.Unlock()
 	sess.releaseMemory(int(mem)) // the stream was removed meanwhile
 	sess.releaseBudget(budget)

@@ -32,8 +32,9 @@ import "sync"
 //
 // Not where the read loop is busy (TLS or noise at more than one P,
 // writer.busyReadLoop): there the sender's four-budget lone flow needs its
-// credit back in eighths (paired runs, session 19: one-stream TLS bulk at
-// two P x0.90 with riding updates).
+// credit back sooner, not later (paired runs, session 19: one-stream TLS
+// bulk at two P x0.90 with riding updates), and since session 48 it gets
+// it every eagerUpdateBytes read (updateEager, recvwindow.go).
 //
 // Lock order: Stream.mu is never held while rideList.mu is taken, nor the
 // reverse.
@@ -129,6 +130,19 @@ func rideUpdatesFor(caps capabilities, w *writer) bool {
 // pongs are coming. s.mu held.
 func (s *Stream) mayRideLocked() bool {
 	return s.session.rideUpdates && s.session.markers.Load() != s.rideMark
+}
+
+// updateRuleLocked returns the rule s's next update follows: updateRide
+// when it may wait for a pong, updateEager where the session's updates
+// are eager, else updateEighths. s.mu held.
+func (s *Stream) updateRuleLocked() updateRule {
+	switch {
+	case s.mayRideLocked():
+		return updateRide
+	case s.session.eagerUpdates:
+		return updateEager
+	}
+	return updateEighths
 }
 
 // queueRideLocked records an update of sent bytes just made (its marker

@@ -2,6 +2,8 @@ package braid
 
 import (
 	"io"
+	"net"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -125,4 +127,67 @@ func TestWindowUpdateRideNeedsMarkerAfterOpen(t *testing.T) {
 	n := len(s.rides.streams)
 	s.rides.mu.Unlock()
 	require.Zero(t, n, "no stream waits for a pong")
+}
+
+// TestWindowUpdatesEagerOverTLSAtTwoP: over TLS at two P, where the read
+// loop is busy and updates don't ride, a large window goes back in steps
+// of eagerUpdateBytes as the application reads, not in eighths; over TCP
+// and at one P the session's updates are not eager.
+func TestWindowUpdatesEagerOverTLSAtTwoP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // before the session starts: it fixes it then
+	const window = 4 << 20
+	require.Greater(t, updateThreshold(window), uint32(eagerUpdateBytes), "the test needs eighths larger than the eager step")
+	t1, t2 := tlsPair(t)
+	p, s := newRawPeerOver(t, t1, t2, &Config{MaxStreamWindow: window}, false)
+	require.True(t, s.eagerUpdates, "a TLS session at two P sends its updates eagerly")
+	require.False(t, s.rideUpdates)
+	p.startReading()
+	p.send(syn(1), nil)
+	st := acceptID(t, s, 1)
+	p.ping(1) // what the session queued at its start is written
+	st.mu.Lock()
+	st.rw = newRecvWindow(window, 0) // as if it had grown
+	st.mu.Unlock()
+	isCredit := func(f rawFrame) bool {
+		return f.typ == typeWindowUpdate && f.streamID == 1 && f.flags == 0
+	}
+	chunk := pattern(64 << 10)
+	const chunks = 16 // 1 MiB: an eighth would make two updates
+	for range chunks {
+		p.send(header{typ: typeData, streamID: 1, length: uint32(len(chunk))}, chunk)
+	}
+	for range chunks {
+		buf := make([]byte, len(chunk))
+		_, err := io.ReadFull(st, buf)
+		require.NoError(t, err)
+		require.Equal(t, chunk, buf)
+	}
+	want := chunks * len(chunk) / eagerUpdateBytes
+	p.await("an update every eagerUpdateBytes read", want, isCredit)
+	p.ping(2)
+	require.Equal(t, want, p.count(isCredit), "no update beyond what was read")
+	p.mu.Lock()
+	for _, f := range p.frames {
+		if isCredit(f) {
+			require.EqualValues(t, eagerUpdateBytes, f.length)
+		}
+	}
+	p.mu.Unlock()
+
+	for _, c := range []struct {
+		name  string
+		procs int
+		tls   bool
+	}{{"TCP at two P", 2, false}, {"TLS at one P", 1, true}} {
+		runtime.GOMAXPROCS(c.procs)
+		var c1, c2 net.Conn
+		if c.tls {
+			c1, c2 = tlsPair(t)
+		} else {
+			c1, c2 = tcpPair(t)
+		}
+		_, s := newRawPeerOver(t, c1, c2, nil, false)
+		require.False(t, s.eagerUpdates, "%s: updates not eager", c.name)
+		require.True(t, s.rideUpdates, "%s: updates ride with pongs", c.name)
+	}
 }
