@@ -59,7 +59,7 @@ const (
 	// sharedParallelInflight is the least budget while two or more
 	// streams send by reference on a conn with writev (TCP) with more
 	// than one P, and not alone (a small frame of another stream beside
-	// them within severalQuiet): four 64 KiB frames, marked
+	// them within severalQuiet): three 64 KiB frames, marked
 	// sharedParallelMarkers times. There the peer's read loop reads while
 	// this side writes, and the bulk streams move a budget per marker
 	// round trip; a small frame beside them waits behind the budget, so
@@ -82,8 +82,20 @@ const (
 	// round trip at random moments beside the bulk streams
 	// (BenchmarkPingPongSpaced) p50 x1.12, p99 x1.00, bulk x1.11;
 	// 10 bulk streams alone (BenchmarkBulkStreams, their lone budgets
-	// above the floor) x1.01.
-	sharedParallelInflight = 4 * 64 * 1024
+	// above the floor) x1.01. In session 47's sets that step left the
+	// bulk well clear of its bound and the p50 short of its own: bulk
+	// 1.10-1.11x go-yamux's, p50 0.53-0.535x smux's (79 µs against 148;
+	// braidbench 77 against 146). So the floor is three frames again,
+	// minInflight, still marked twice (sharedParallelMarkers: what a
+	// floor adds over minInflight is then the marker count): paired
+	// against four frames (session 48, 12 pairs each) the ping's p50
+	// x0.854 and x0.812, p99 x0.794 and x0.751, bulk beside it x0.905 and
+	// x0.932; the spaced ping p50 x0.845, bulk x0.914; ten bulk streams
+	// alone x0.949 (2 of 8). 224 KiB: p50 x0.955 for the same bulk
+	// x0.905. In five interleaved rounds with the others: p50 80 µs
+	// against smux's 213 (0.38x), bulk 2,222 MB/s against the best
+	// other's 2,066 (1.08x).
+	sharedParallelInflight = 3 * 64 * 1024
 	// sharedParallelMarkers is how many markers a budget of
 	// sharedParallelInflight carries: a marker every two frames, as
 	// sharedDecryptMarkers (four measured within the rounds' spread,
