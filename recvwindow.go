@@ -74,24 +74,26 @@ const (
 )
 
 // eagerUpdateBytes is how many consumed bytes make an update under
-// updateEager: a quarter of the initial window, so that a 64 KiB message
-// read gives its credit back at once. Where the read loop is busy the
-// sender and the receiver run at once on their own Ps, and a sender short
-// of credit leaves its P idle: at two P over TLS a Write waited for
-// credit about a tenth of a 64 KiB notifications run with windows of
-// 5-11 MB returned in eighths (session 47), while the receiver was, for
-// moments, a megabyte behind. Returned in small steps the credit comes
-// back as the reader goes. Paired at two P over TLS (session 48), 128 KiB
-// steps against eighths: 64 KiB notifications x1.114 and x1.081 (15 and
-// 11 of 16 pairs), 256 KiB x1.040 and x1.071, one-stream bulk x1.029 (13
-// of 24), the ping beside bulk and ten bulk streams within their spread;
-// 64 KiB steps against 128 KiB: x1.007-1.046 in five sets (notifications
-// and bulk, 9-15 of 16-24 pairs), 256 KiB steps x0.932 and x1.004. A
-// larger window from the start instead (the largest at once) measured
-// x0.893: more bytes in the socket buffers, not sooner credit. The cost is
-// an update frame per 64 KiB read, 12 bytes in a write of the receiver's
-// writer, which at two P runs beside the reader.
-const eagerUpdateBytes = InitialStreamWindow / 4
+// updateEager: half the initial window, the least updateThreshold ever
+// asks. Where the read loop is busy the sender and the receiver run at
+// once on their own Ps, and a sender short of credit leaves its P idle:
+// at two P over TLS a Write waited for credit about a tenth of a 64 KiB
+// notifications run with windows of 5-11 MB returned in eighths (session
+// 47), while the receiver was, for moments, a megabyte behind. Returned
+// in 128 KiB steps the credit comes back as the reader goes. Paired at
+// two P over TLS against eighths (session 48): 64 KiB notifications
+// x1.114 and x1.081 (15 and 11 of 16 pairs), 256 KiB x1.040 and x1.071,
+// one-stream bulk x1.029 (13 of 24); the ping beside 10 bulk streams
+// bulk x0.989, p50 x0.972, p99 x0.991 (24 pairs). 64 KiB steps gained
+// x1.007-1.046 more on notifications and bulk, but cost the ping beside
+// 10 bulk streams, whose receiver then writes ten streams' updates twice
+// as often: bulk x0.960 (4 of 24 pairs above), p99 x1.048 (19 of 24);
+// 256 KiB steps x0.932 and x1.004 on notifications. A larger window from
+// the start instead (the largest at once) measured x0.893: more bytes in
+// the socket buffers, not sooner credit. The cost is an update frame per
+// 128 KiB read, 12 bytes in a write of the receiver's writer, which at
+// two P runs beside the reader.
+const eagerUpdateBytes = InitialStreamWindow / 2
 
 // sendThreshold is how many consumed bytes make an update now under
 // rule: aloneThreshold when the update may ride, eagerUpdateBytes when
