@@ -134,7 +134,7 @@ func (s *Session) yieldToReader() {
 // bulk waits for the pong's write (or yields); otherwise it queues the
 // pong and reads on (see the top of the file).
 func (s *Session) answerMarker(id uint32) {
-	if s.rideUpdates {
+	if s.updates == updateRide {
 		s.markers.Add(1) // updates may wait for the next one (updateride.go)
 	}
 	if s.w.busyReadLoop() && s.bulk.shared(s.recvFrames.Load()) {

@@ -46,18 +46,17 @@ type Session struct {
 	last     lastStream  // the stream of the last stream frame read; owned by the read loop
 	bulk     bulkTracker // the large data frames read (handoff.go); owned by the read loop
 	pongWait pongWaiter  // the read loop's wait for a pong's write (handoff.go); owned by the read loop
-	// Window updates that ride with pongs (updateride.go): rideUpdates is
-	// fixed at the start, rides is the streams whose update waits, rideBuf
-	// the read loop's; markers counts the read loop's answers.
-	// eagerUpdates, fixed at the start too, is the other way: updates
-	// every eagerUpdateBytes (recvwindow.go). At most one of the two.
-	rideUpdates  bool
-	eagerUpdates bool
-	rides        rideList
-	rideBuf      []header
-	markers      atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
-	cutter       *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
-	turn         connTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
+	// How window updates go back (recvwindow.go, updateride.go): updates
+	// is the session's rule, fixed at the start (sessionUpdateRule);
+	// where it is updateRide, rides is the streams whose update waits for
+	// a pong, rideBuf the read loop's, and markers counts the read loop's
+	// answers.
+	updates updateRule
+	rides   rideList
+	rideBuf []header
+	markers atomic.Uint32 // the peer's markers answered so far, wrapping: are pongs coming (updateride.go)
+	cutter  *readCutter   // cuts the read loop's read for a lent buffer (lend.go); nil if conn can't lend
+	turn    connTurn      // who reads frames off the conn: the read loop, or a Read at a quiet moment (turn.go)
 
 	rtt        atomic.Int64  // last measured round-trip time, ns; 0 until known
 	path       pathState     // RTT and rate, for new streams' windows (path.go)
@@ -166,8 +165,7 @@ func newSession(conn net.Conn, userCfg *Config, client bool) (*Session, error) {
 		s.w.peerRTT = s.RTT
 		s.w.path = &s.path
 	}
-	s.rideUpdates = rideUpdatesFor(s.caps, s.w)
-	s.eagerUpdates = s.caps.flowControl && s.w.busyReadLoop()
+	s.updates = sessionUpdateRule(s.caps, s.w)
 	s.w.received = &s.recvFrames // before the writer starts: inline writes (inline.go)
 	s.w.waker = newReadWaker(conn, cutter, s.w.writev, s.w.parallel)
 	if s.w.waker != nil {

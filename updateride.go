@@ -13,7 +13,7 @@ import "sync"
 // one-stream bulk with 8 KiB reads showed two such writes a turn, the
 // pong's and then the update's, over TCP as over TLS (session 19).
 //
-// So where updates ride (Session.rideUpdates), an update due at
+// So where updates ride (Session.updates is updateRide), an update due at
 // updateThreshold waits for the next pong the session writes, a marker's
 // or a ping's, and goes in the same write (writer.queuePongWith); it is
 // written on its own only from aloneThreshold on (half the window,
@@ -42,7 +42,7 @@ import "sync"
 // rideList is the streams whose due update waits for the next pong. A
 // stream is in it at most once (Stream.rideQueued, under the stream's mu),
 // and joins it only after a marker came since its opening or its last
-// update (mayRideLocked; newStream starts rideMark at the session's
+// update (updateRuleLocked; newStream starts rideMark at the session's
 // count): if the peer's markers stop, the streams opened after the last
 // one never join, so the list holds at most the streams that were open
 // then, until the next pong (a closed stream's entry included), and does
@@ -118,31 +118,30 @@ func (l *rideList) take() []*Stream {
 	return got
 }
 
-// rideUpdatesFor tells whether a session's window updates ride with
-// pongs: with flow control, and unless the writer's read loop is busy
-// (see the top of the file).
-func rideUpdatesFor(caps capabilities, w *writer) bool {
-	return caps.flowControl && !w.busyReadLoop()
-}
-
-// mayRideLocked tells whether s's next update may wait for a pong: the
-// session's updates ride, and a marker came since s's last update, so
-// pongs are coming. s.mu held.
-func (s *Stream) mayRideLocked() bool {
-	return s.session.rideUpdates && s.session.markers.Load() != s.rideMark
-}
-
-// updateRuleLocked returns the rule s's next update follows: updateRide
-// when it may wait for a pong, updateEager where the session's updates
-// are eager, else updateEighths. s.mu held.
-func (s *Stream) updateRuleLocked() updateRule {
+// sessionUpdateRule returns how a session's window updates go back:
+// they ride with pongs (updateRide), unless the writer's read loop is
+// busy (see the top of the file), where they go eagerly (updateEager,
+// recvwindow.go). Without flow control (mplex) there are none.
+func sessionUpdateRule(caps capabilities, w *writer) updateRule {
 	switch {
-	case s.mayRideLocked():
-		return updateRide
-	case s.session.eagerUpdates:
+	case !caps.flowControl:
+		return updateEighths
+	case w.busyReadLoop():
 		return updateEager
 	}
-	return updateEighths
+	return updateRide
+}
+
+// updateRuleLocked returns the rule s's next update follows: the
+// session's, but where that is updateRide, only while a marker came since
+// s's last update, so that pongs are coming; else updateEighths. s.mu
+// held.
+func (s *Stream) updateRuleLocked() updateRule {
+	r := s.session.updates
+	if r == updateRide && s.session.markers.Load() == s.rideMark {
+		return updateEighths
+	}
+	return r
 }
 
 // queueRideLocked records an update of sent bytes just made (its marker
@@ -188,7 +187,7 @@ func (s *Session) takeRides(dst []header) []header {
 // queuePong queues the pong of ping id, with the updates that ride on it.
 // Called by the read loop.
 func (s *Session) queuePong(id uint32) {
-	if s.rideUpdates {
+	if s.updates == updateRide {
 		if s.rideBuf = s.takeRides(s.rideBuf[:0]); len(s.rideBuf) > 0 {
 			s.w.queuePongWith(id, s.rideBuf)
 			return

@@ -19,7 +19,7 @@ import (
 func TestWindowUpdateRidesWithPong(t *testing.T) {
 	const window = 1 << 20
 	p, s := newRawPeer(t, &Config{MaxStreamWindow: window}, false) // no growth past it
-	require.True(t, s.rideUpdates, "a TCP session's updates ride with pongs")
+	require.Equal(t, updateRide, s.updates, "a TCP session's updates ride with pongs")
 	p.startReading()
 	p.send(syn(1), nil)
 	st := acceptID(t, s, 1)
@@ -97,7 +97,7 @@ func (p *rawPeer) last(match func(rawFrame) bool) rawFrame {
 func TestWindowUpdateRideNeedsMarkerAfterOpen(t *testing.T) {
 	const window = 1 << 20
 	p, s := newRawPeer(t, &Config{MaxStreamWindow: window}, false)
-	require.True(t, s.rideUpdates, "a TCP session's updates ride with pongs")
+	require.Equal(t, updateRide, s.updates, "a TCP session's updates ride with pongs")
 	p.startReading()
 	p.ping(markerFlag | 1) // a marker before the streams open, and its pong
 	chunk := pattern(64 << 10)
@@ -139,8 +139,7 @@ func TestWindowUpdatesEagerOverTLSAtTwoP(t *testing.T) {
 	require.Greater(t, updateThreshold(window), uint32(eagerUpdateBytes), "the test needs eighths larger than the eager step")
 	t1, t2 := tlsPair(t)
 	p, s := newRawPeerOver(t, t1, t2, &Config{MaxStreamWindow: window}, false)
-	require.True(t, s.eagerUpdates, "a TLS session at two P sends its updates eagerly")
-	require.False(t, s.rideUpdates)
+	require.Equal(t, updateEager, s.updates, "a TLS session at two P sends its updates eagerly")
 	p.startReading()
 	p.send(syn(1), nil)
 	st := acceptID(t, s, 1)
@@ -187,7 +186,6 @@ func TestWindowUpdatesEagerOverTLSAtTwoP(t *testing.T) {
 			c1, c2 = tcpPair(t)
 		}
 		_, s := newRawPeerOver(t, c1, c2, nil, false)
-		require.False(t, s.eagerUpdates, "%s: updates not eager", c.name)
-		require.True(t, s.rideUpdates, "%s: updates ride with pongs", c.name)
+		require.Equal(t, updateRide, s.updates, "%s: updates ride with pongs, not eager", c.name)
 	}
 }
