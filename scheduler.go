@@ -36,6 +36,7 @@ type scheduler struct {
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
 	queued      int           // copied stream bytes queued in all streams
 	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
+	sole        soleStream    // which stream has the conn to itself, for its mid-size Writes (alone.go)
 }
 
 // newScheduler makes a scheduler for batches of maxBatch bytes. A frame of
@@ -61,6 +62,7 @@ func newScheduler(c codec, maxBatch int) scheduler {
 func (sc *scheduler) refFrameLen(id uint32, rest int) int {
 	sc.refSwitched = sc.refSwitched || sc.refStream != 0 && sc.refStream != id // 0: none yet (stream 0 is the session's)
 	sc.refStream = id
+	sc.sole.noteData(id)
 	frameMax := sc.frameMax
 	if !sc.cutsAtRoom() {
 		frameMax = sc.loneFrame
@@ -109,6 +111,7 @@ func (sc *scheduler) takeCopied() bool {
 // takeOtherCopied when id is not the stream that last sent by reference.
 func (sc *scheduler) noteCopied(id uint32) {
 	sc.copied = true
+	sc.sole.noteData(id)
 	if id != sc.refStream {
 		sc.otherCopied = true
 	}

@@ -397,7 +397,9 @@ func (s *Stream) sendWindowUpdate(h header) {
 // from b itself (with writev where the connection supports it), not
 // copied, and Write waits for that write; on a TCP or Unix conn with no
 // other frame queued, Write makes that write itself. A smaller frame is
-// copied, and Write waits only for room in the stream's send queue; when
+// copied, and so is a Write of less than 32 KiB while its stream is the
+// only one sending (so that the Writes after it coalesce with it); Write
+// then waits only for room in the stream's send queue, and when
 // the session's writer has nothing to write and the session received a
 // frame since its last write (a request-response exchange), Write writes
 // the frame itself. Stats.InlineWrites counts the writes a Write made
@@ -439,7 +441,8 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	w := s.session.w
 	written := 0
 	for len(b) > 0 {
-		byRef := len(b) >= refThreshold && w.blockingWriteAllowed(&s.send)
+		byRef := len(b) >= refThreshold && w.blockingWriteAllowed(&s.send) &&
+			(len(b) >= loneCopyMax || !w.copiesMidWrite(s.id)) // alone.go
 		n, flags, err := s.awaitCredit(len(b), byRef)
 		if err != nil {
 			return written, err
