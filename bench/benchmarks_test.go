@@ -98,20 +98,20 @@ func drain(s io.Reader, n int64, done chan<- error) {
 func BenchmarkBulk(b *testing.B) {
 	for _, t := range transports() {
 		for _, c := range anchors() {
-			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) { benchBulk(b, t.over(c)) })
+			b.Run("net="+t.name+"/impl="+c.Name, func(b *testing.B) { benchBulk(b, t.over(c), bulkWriteSize) })
 		}
 	}
 }
 
-// benchBulk is BenchmarkBulk of one contender.
-func benchBulk(b *testing.B, c contenders.Contender) {
+// benchBulk is BenchmarkBulk of one contender, in Writes of size bytes.
+func benchBulk(b *testing.B, c contenders.Contender, size int) {
 	cs, ss := openPair(b, newPair(b, c))
-	buf := make([]byte, bulkWriteSize)
+	buf := make([]byte, size)
 	done := make(chan error, 1)
-	b.SetBytes(bulkWriteSize)
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	go drain(ss, int64(b.N)*bulkWriteSize, done)
+	go drain(ss, int64(b.N)*int64(size), done)
 	for i := 0; i < b.N; i++ {
 		if _, err := cs.Write(buf); err != nil {
 			b.Fatal(err)
@@ -301,22 +301,25 @@ func BenchmarkNotifications(b *testing.B) {
 		for _, r := range slowdown.NotifyTargetRuns() {
 			for _, c := range anchors() {
 				name := fmt.Sprintf("net=%s/msg=%dKiBx%d/impl=%s", t.name, r.Size>>10, r.Count, c.Name)
-				b.Run(name, func(b *testing.B) {
-					c := t.over(c)
-					b.SetBytes(int64(r.Count * r.Size))
-					var total time.Duration
-					for i := 0; i < b.N; i++ {
-						d, err := slowdown.Notify(context.Background(), c, r.Count, r.Size)
-						if err != nil {
-							b.Fatal(err)
-						}
-						total += d
-					}
-					b.ReportMetric(float64(r.Count*b.N)/total.Seconds(), "msgs/s")
-				})
+				b.Run(name, func(b *testing.B) { benchNotify(b, t.over(c), r) })
 			}
 		}
 	}
+}
+
+// benchNotify is one contender's notification run r (slowdown.Notify) per
+// op, reported in msgs/s.
+func benchNotify(b *testing.B, c contenders.Contender, r slowdown.NotifyRun) {
+	b.SetBytes(int64(r.Count * r.Size))
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		d, err := slowdown.Notify(context.Background(), c, r.Count, r.Size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += d
+	}
+	b.ReportMetric(float64(r.Count*b.N)/total.Seconds(), "msgs/s")
 }
 
 // pingPongMaxTime only guards against a hang: the benchmark sizes b.N.
