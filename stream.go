@@ -440,9 +440,11 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	defer s.endWrite()
 	w := s.session.w
 	written := 0
+	// A mid-size Write is copied whole while its stream sends alone
+	// (alone.go); the rest of a larger Write that its credit cut is not.
+	copyMid := len(b) >= refThreshold && len(b) < loneCopyMax && w.copiesMidWrite(s.id)
 	for len(b) > 0 {
-		byRef := len(b) >= refThreshold && w.blockingWriteAllowed(&s.send) &&
-			(len(b) >= loneCopyMax || !w.copiesMidWrite(s.id)) // alone.go
+		byRef := len(b) >= refThreshold && w.blockingWriteAllowed(&s.send) && !copyMid
 		n, flags, err := s.awaitCredit(len(b), byRef)
 		if err != nil {
 			return written, err
