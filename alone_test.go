@@ -13,7 +13,7 @@ import (
 
 // TestSoleStream: the session's first stream is alone from its first
 // frame; a stream that follows another's frame is alone only once
-// loneQuiet has passed since it first asked, and the clock is read only
+// soleQuiet has passed since it first asked, and the clock is read only
 // while that quiet runs.
 func TestSoleStream(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -33,9 +33,9 @@ func TestSoleStream(t *testing.T) {
 	s.noteData(2)
 	require.False(t, s.alone(1, now), "the stream before")
 	require.False(t, s.alone(2, now), "the quiet starts when it first asks")
-	clock = t0.Add(loneQuiet - time.Nanosecond)
+	clock = t0.Add(soleQuiet - time.Nanosecond)
 	require.False(t, s.alone(2, now), "within the quiet")
-	clock = t0.Add(loneQuiet)
+	clock = t0.Add(soleQuiet)
 	require.True(t, s.alone(2, now), "the quiet passed")
 	reads0 := reads
 	require.True(t, s.alone(2, now))
@@ -44,7 +44,7 @@ func TestSoleStream(t *testing.T) {
 	s.noteData(1)
 	s.noteData(2) // another stream's frame between: the quiet starts again
 	require.False(t, s.alone(2, now))
-	clock = clock.Add(loneQuiet)
+	clock = clock.Add(soleQuiet)
 	require.True(t, s.alone(2, now))
 }
 
