@@ -37,13 +37,17 @@ const growthRTTs = 2
 // largeWindowUpdates is how many updates a large window is returned in.
 const largeWindowUpdates = 8
 
+// leastUpdateBytes is the fewest consumed bytes that make a window
+// update: half the initial window, go-yamux's rule for it.
+const leastUpdateBytes = InitialStreamWindow / 2
+
 // updateThreshold is how many consumed bytes make a window update. Half
-// the window at first, as go-yamux does; a large window is returned in
-// eighths, so that the sender is never short of credit by more than a
-// small part of it while the update travels (a 16 MiB window then keeps a
-// 12 MB bandwidth-delay product full).
+// the window at first (leastUpdateBytes), as go-yamux does; a large window
+// is returned in eighths, so that the sender is never short of credit by
+// more than a small part of it while the update travels (a 16 MiB window
+// then keeps a 12 MB bandwidth-delay product full).
 func updateThreshold(window uint32) uint32 {
-	return max(window/largeWindowUpdates, InitialStreamWindow/2)
+	return max(window/largeWindowUpdates, leastUpdateBytes)
 }
 
 // aloneThreshold is how many consumed bytes make a window update written
@@ -74,8 +78,8 @@ const (
 )
 
 // eagerUpdateBytes is how many consumed bytes make an update under
-// updateEager: half the initial window, the least updateThreshold ever
-// asks. Where the read loop is busy the sender and the receiver run at
+// updateEager: leastUpdateBytes, the least updateThreshold ever asks, as
+// if the window had never grown. Where the read loop is busy the sender and the receiver run at
 // once on their own Ps, and a sender short of credit leaves its P idle:
 // at two P over TLS a Write waited for credit about a tenth of a 64 KiB
 // notifications run with windows of 5-11 MB returned in eighths (session
@@ -93,7 +97,7 @@ const (
 // the socket buffers, not sooner credit. The cost is an update frame per
 // 128 KiB read, 12 bytes in a write of the receiver's writer, which at
 // two P runs beside the reader.
-const eagerUpdateBytes = InitialStreamWindow / 2
+const eagerUpdateBytes = leastUpdateBytes
 
 // sendThreshold is how many consumed bytes make an update now under
 // rule: aloneThreshold when the update may ride, eagerUpdateBytes when
