@@ -52,10 +52,15 @@ const loneCopyMax = 32 * 1024
 const soleQuiet = severalQuiet
 
 // soleStream follows which stream has the conn to itself: the stream of
-// the last data frame queued or written (noteData), and since when no
-// other stream's has been. A stream counts as alone once it has been the
-// only one for soleQuiet, or from its first frame when no stream sent
-// before it. Guarded by writer.mu (a field of the scheduler).
+// the last data frame queued or written (noteData), and whether it has
+// been the only one for long enough. A stream counts as alone from its
+// first frame when no stream sent before it; otherwise once soleQuiet has
+// passed since it first asked (alone) after another stream's frame, with
+// no other stream's frame meanwhile: at least soleQuiet of sending alone.
+// The quiet starts at the ask, not at the frame, so that the clock is
+// read only by mid-size Writes, not per frame (a ping-pong beside a
+// transfer changes the last stream every frame). Guarded by writer.mu (a
+// field of the scheduler).
 type soleStream struct {
 	id    uint32    // the stream of the last data frame (0: none yet)
 	quiet bool      // id has been the only stream sending for soleQuiet

@@ -398,7 +398,7 @@ func (s *Stream) sendWindowUpdate(h header) {
 // copied, and Write waits for that write; on a TCP or Unix conn with no
 // other frame queued, Write makes that write itself. A smaller frame is
 // copied, and so is a Write of less than 32 KiB while its stream is the
-// only one sending (since the session's start, or for 50 ms), so that the
+// only one sending (from the session's start, or for 50 ms), so that the
 // Writes after it coalesce with it; Write then waits only for room in the
 // stream's send queue, and when
 // the session's writer has nothing to write and the session received a
