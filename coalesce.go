@@ -168,6 +168,10 @@ type writer struct {
 	// after another stream's small frame ends (zero: none runs).
 	bulkOnly  bool
 	corkAfter time.Time
+	// smallUntil is when the quiet after a small frame beside bulk sent
+	// by copy ends (zero: none runs): until then such bulk gets
+	// sharedCopyInflight (copyBulkBeside).
+	smallUntil time.Time
 	// sharedLook: the last sizing found several streams sending by
 	// reference where the writer looks after its bulk batches
 	// (sizeBudgetLocked): their batches are bound to sharedLookBatch
@@ -518,9 +522,10 @@ func (w *writer) takeLocked() {
 		w.receivedAtWrite = w.received.Load() // inline.go
 	}
 	w.refreshLoneFrameLocked()
-	limit, refLimit := w.maxBatch, w.maxBatch
+	limit, bulkLimit, refLimit := w.maxBatch, w.maxBatch, w.maxBatch
 	if r := w.bound.refRoom(); r >= 0 && !w.draining {
 		refLimit = min(limit, len(b.ctrl)+r)
+		bulkLimit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.bulkCopyRoom()))
 		limit = min(limit, len(b.ctrl)+w.bound.roomFor(w.sched.copyRoom()))
 	}
 	if w.sharedLook {
@@ -531,7 +536,7 @@ func (w *writer) takeLocked() {
 		b.data = pool.Get(min(w.sched.queued, batchBufSize(w.maxBatch)))
 	}
 	b.data, b.ends, b.size = b.data[:0], b.ends[:0], len(b.ctrl)
-	w.sched.take(b, refLimit, limit)
+	w.sched.take(b, refLimit, bulkLimit, limit)
 	b.tail, b.early = b.tail[:0], false
 	if w.bound.took(b.size - len(b.ctrl)) {
 		at := w.bound.sent
@@ -754,7 +759,8 @@ func (w *writer) hasWorkLocked() bool {
 		return false
 	}
 	w.sizeBudgetLocked(!w.sched.cutsAtRoom())
-	if w.sched.refFits(w.bound.refRoom()) || w.sched.queued > 0 && w.bound.roomFor(w.sched.copyRoom()) > 0 || w.bound.needMarker() {
+	sc := &w.sched
+	if sc.refFits(w.bound.refRoom()) || sc.smallQueued() && w.bound.roomFor(sc.copyRoom()) > 0 || sc.bulkQueued > 0 && w.bound.roomFor(sc.bulkCopyRoom()) > 0 || w.bound.needMarker() {
 		return true
 	}
 	w.bound.blocked = true

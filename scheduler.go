@@ -35,6 +35,8 @@ type scheduler struct {
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
 	queued      int           // copied stream bytes queued in all streams
+	bulkQueued  int           // of queued, the bytes of bulk queues (sendQueue.bulk)
+	smallPushed bool          // a small copied frame (maxSmallPayload) of a queue not bulk was queued since takeSmallPushed
 	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
 	sole        soleStream    // which stream has the conn to itself, for its mid-size Writes (alone.go)
 }
@@ -175,6 +177,18 @@ func (sc *scheduler) copyRoom() int {
 	return copySlack + sc.loneFrame + headerSize
 }
 
+// bulkCopyRoom is how far beyond the in-flight budget the copied frames
+// of bulk queues (sendQueue.bulk: bulk sent by copy) may go:
+// none while several streams send, so that copySlack stays for the small
+// frames of the others, as by-reference frames leave it (cutsAtRoom); a
+// lone stream's go as far as any copied frame (copyRoom).
+func (sc *scheduler) bulkCopyRoom() int {
+	if sc.cutsAtRoom() {
+		return 0
+	}
+	return sc.copyRoom()
+}
+
 // busy reports whether any stream has frames queued.
 func (sc *scheduler) busy() bool { return len(sc.ring) > 0 }
 
@@ -223,8 +237,9 @@ func (sc *scheduler) add(s *streamSend) {
 func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 	sc.noteCopied(h.streamID)
 	sc.add(s)
+	sc.smallPushed = sc.smallPushed || !s.q.bulk && len(payload) <= maxSmallPayload
 	if sc.merge && s.q.extend(sc.codec, h, payload, sc.mergeLimit()) {
-		sc.queued += len(payload)
+		sc.count(s.q, len(payload))
 		return
 	}
 	// The frame's real size, not headerSize and the payload: take
@@ -232,8 +247,40 @@ func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 	// counting headerSize made queued grow by the difference with every
 	// frame, for the session's life (CoalesceDelay's wait, which looks at
 	// queued, then stopped: TestMplexQueuedBytesBalance).
-	sc.queued += s.q.push(sc.codec, h, payload)
+	sc.count(s.q, s.q.push(sc.codec, h, payload))
 }
+
+// count adds n copied bytes queued on q (taken or dropped: negative) to
+// queued, and to bulkQueued if q is bulk.
+func (sc *scheduler) count(q *sendQueue, n int) {
+	sc.queued += n
+	if q.bulk {
+		sc.bulkQueued += n
+	}
+}
+
+// markBulk marks q bulk (a Write of more than maxSmallPayload waits for
+// room in it), its bytes queued so far with it.
+func (sc *scheduler) markBulk(q *sendQueue) {
+	if !q.bulk {
+		q.bulk = true
+		sc.bulkQueued += q.pending()
+	}
+}
+
+// takeSmallPushed tells whether a copied frame of at most maxSmallPayload
+// of a stream that is not bulk was queued since the last call (a small
+// message beside bulk sent by copy: writer.copyBulkBeside), and clears
+// it.
+func (sc *scheduler) takeSmallPushed() bool {
+	small := sc.smallPushed
+	sc.smallPushed = false
+	return small
+}
+
+// smallQueued tells whether copied frames of a stream that is not bulk
+// are queued: frames that may use copySlack.
+func (sc *scheduler) smallQueued() bool { return sc.queued > sc.bulkQueued }
 
 // mergeSmallFrames: small copied writes queued behind others join their
 // stream's last queued frame (sendQueue.extend), with coalescing on. Each
@@ -286,7 +333,7 @@ func (sc *scheduler) detach(s *streamSend) {
 		h.length = uint32(n)
 		hdr, hn := sc.codec.encodeData(h)
 		s.q.pushEncoded(hdr[:hn], r.rest[:n])
-		sc.queued += hn + n
+		sc.count(s.q, hn+n)
 		r.rest = r.rest[n:]
 		r.h.flags = 0
 	}
@@ -302,7 +349,7 @@ func (sc *scheduler) drop(s *streamSend) {
 	if q == nil {
 		return
 	}
-	sc.queued -= q.pending()
+	sc.count(q, -q.pending())
 	q.discard()
 	s.abandonRef(ErrStreamReset)
 	s.notify()
@@ -320,7 +367,7 @@ func (sc *scheduler) failAll(err error) {
 	}
 	clear(sc.ring)
 	sc.ring = nil
-	sc.queued = 0
+	sc.queued, sc.bulkQueued = 0, 0
 }
 
 // take moves queued stream frames into b by deficit round robin: a pass
@@ -342,7 +389,7 @@ func (sc *scheduler) failAll(err error) {
 // than bulk (copyRoom). While the bound holds data back and several
 // streams send, a by-reference frame is cut at refLimit (cutsAtRoom,
 // refFits).
-func (sc *scheduler) take(b *batch, refLimit, limit int) {
+func (sc *scheduler) take(b *batch, refLimit, bulkLimit, limit int) {
 	data, ends, refs, size := b.data, b.ends, b.refs, b.size
 	cut := refLimit < limit && sc.cutsAtRoom() // see cutsAtRoom
 	for len(sc.ring) > 0 && size < limit {
@@ -355,11 +402,11 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 			}
 			served++
 			q := s.q
+			credit := quantum
 			if q.resume {
-				q.resume = false // the last batch ended inside its turn: go on with its credit
-			} else {
-				q.deficit += quantum
+				q.resume, credit = false, 0 // the last batch ended inside its turn: go on with its credit
 			}
+			q.deficit += credit
 			for q.endHead < len(q.ends) {
 				end := int(q.ends[q.endHead])
 				n := end - q.head
@@ -371,12 +418,19 @@ func (sc *scheduler) take(b *batch, refLimit, limit int) {
 					full = true
 					break
 				}
+				if q.bulk && (size >= bulkLimit || size > 0 && size+n > bulkLimit) {
+					// Bulk by copy stops at the budget, so that
+					// copySlack stays for small frames; what is
+					// left of the pass's credit is not kept.
+					q.deficit -= min(credit, q.deficit)
+					break
+				}
 				data = append(data, q.buf[q.head:end]...)
 				ends = append(ends, len(data))
 				q.head, q.endHead = end, q.endHead+1
 				q.deficit -= n
 				size += n
-				sc.queued -= n
+				sc.count(q, -n)
 				progress = true
 			}
 			for q.endHead == len(q.ends) && q.hasRef {

@@ -16,6 +16,7 @@ type schedPush struct {
 	stream int   // index into the case's streams
 	frames []int // copied frames, in wire bytes
 	ref    int   // then a by-reference write of this many payload bytes
+	bulk   bool  // then the queue is bulk (a Write of more than maxSmallPayload waited for room)
 }
 
 // schedStep is one batch: what is queued or dropped before it, the
@@ -39,7 +40,8 @@ func frames(n, size int) []int {
 }
 
 func TestScheduler(t *testing.T) {
-	const refFrame = 1200 + headerSize // a by-reference frame of a 1200-byte batch
+	const refFrame = 1200 + headerSize  // a by-reference frame of a 1200-byte batch
+	const bulkFrame = 4096 + headerSize // a bufio.Writer's 4 KiB Write, copied
 	cases := []struct {
 		name      string
 		maxBatch  int
@@ -168,6 +170,33 @@ func TestScheduler(t *testing.T) {
 			{want: []int{0, 200, refFrame}, ring: []int{2}},
 			{drop: []int{2}, want: []int{0, 0, 0}, ring: []int{}},
 		},
+	}, {
+		// Rule: while several streams send, bulk sent by copy stops at
+		// the in-flight budget (the room), as by-reference frames do,
+		// and copySlack stays for the small frames of the others; what
+		// is left of a held stream's credit for the pass is not kept.
+		// Quantum 8216: two 4 KiB frames.
+		name: "bulk by copy leaves the slack", maxBatch: 6 * bulkFrame, streams: 3,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}, {stream: 1, frames: frames(6, bulkFrame), bulk: true}, {stream: 2, frames: []int{76}}},
+				held: true, room: bulkFrame + 100, want: []int{bulkFrame, 0, 76}, ring: []int{0, 1}},
+			{push: []schedPush{{stream: 2, frames: []int{76}}},
+				held: true, room: 0, want: []int{0, 0, 76}, ring: []int{0, 1}},
+			// The bound lets go: each sends its quantum (12324, three
+			// frames), with no credit saved from the held passes.
+			{want: []int{3 * bulkFrame, 3 * bulkFrame, 0}, ring: []int{0, 1}},
+			// A bulk queue dropped leaves nothing counted.
+			{drop: []int{1}, want: []int{2 * bulkFrame, 0, 0}, ring: []int{}},
+		},
+	}, {
+		// A lone bulk stream's copied frames go as far as any copied
+		// frame (bulkCopyRoom: nobody is beside it to leave the slack
+		// to).
+		name: "a lone bulk stream by copy keeps the slack", maxBatch: 6 * bulkFrame, streams: 1,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}},
+				held: true, room: bulkFrame + 100, want: []int{5 * bulkFrame}, ring: []int{0}},
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,18 +219,25 @@ func TestScheduler(t *testing.T) {
 					if p.ref > 0 {
 						sc.pushRef(s, header{typ: typeData, streamID: uint32(p.stream + 1)}, make([]byte, p.ref))
 					}
+					if p.bulk {
+						sc.markBulk(s.q)
+					}
 				}
 				for _, d := range step.drop {
 					streams[d].dropped = true
 					sc.drop(streams[d])
 				}
-				refLimit, limit := tc.maxBatch, tc.maxBatch
-				if step.held {
+				refLimit, bulkLimit, limit := tc.maxBatch, tc.maxBatch, tc.maxBatch
+				if step.held { // as writer.takeLocked, with copyRoom copySlack
 					refLimit = min(limit, step.room)
 					limit = min(limit, step.room+copySlack)
+					bulkLimit = limit
+					if sc.cutsAtRoom() { // bulkCopyRoom
+						bulkLimit = min(limit, step.room)
+					}
 				}
 				b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
-				sc.take(&b, refLimit, limit)
+				sc.take(&b, refLimit, bulkLimit, limit)
 
 				got := takenBytes(t, &b, tc.streams)
 				require.Equal(t, step.want, got, "step %d: bytes taken per stream", i)
@@ -211,7 +247,7 @@ func TestScheduler(t *testing.T) {
 				}
 				require.Equal(t, sum, b.size, "step %d: batch size", i)
 				ring := []int{}
-				queued := 0
+				queued, bulkQueued := 0, 0
 				for _, s := range sc.ring {
 					for j := range streams {
 						if streams[j] == s {
@@ -219,9 +255,13 @@ func TestScheduler(t *testing.T) {
 						}
 					}
 					queued += s.q.pending()
+					if s.q.bulk {
+						bulkQueued += s.q.pending()
+					}
 				}
 				require.Equal(t, step.ring, ring, "step %d: ring", i)
 				require.Equal(t, queued, sc.queued, "step %d: queued bytes", i)
+				require.Equal(t, bulkQueued, sc.bulkQueued, "step %d: bulk queued bytes", i)
 				for j, s := range streams {
 					inRing := false
 					for _, r := range sc.ring {
@@ -279,7 +319,7 @@ func TestSchedulerDropAndFail(t *testing.T) {
 			}
 			sc.pushRef(s, header{typ: typeData, streamID: 1}, payload)
 			var b batch
-			sc.take(&b, 1200, 1200)
+			sc.take(&b, 1200, 1200, 1200)
 			require.Len(t, b.refs, 1)
 			require.Equal(t, 2, s.pendingRefs, "the frame in the write, and the rest")
 			switch mode {
@@ -310,7 +350,7 @@ func TestSchedulerDropAndFail(t *testing.T) {
 			taken := 0
 			for range 3 {
 				b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
-				sc.take(&b, 1200, 1200)
+				sc.take(&b, 1200, 1200, 1200)
 				require.Empty(t, b.refs)
 				taken += b.size
 				start := 0
@@ -360,7 +400,7 @@ func TestSchedulerBatchEndsDontStarve(t *testing.T) {
 	for range batches {
 		refill()
 		b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
-		sc.take(&b, batchSize, batchSize)
+		sc.take(&b, batchSize, batchSize, batchSize)
 		for i, n := range takenBytes(t, &b, streams) {
 			sent[i] += n
 		}
@@ -434,7 +474,7 @@ func TestSchedulerMergesSmallFrames(t *testing.T) {
 
 	// A taken frame is not extended.
 	var b batch
-	sc2.take(&b, DefaultMaxBatchBytes, DefaultMaxBatchBytes)
+	sc2.take(&b, DefaultMaxBatchBytes, DefaultMaxBatchBytes, DefaultMaxBatchBytes)
 	h, p = data(0, 8)
 	sc2.push(&s2, h, p)
 	lens, _ = frames(s2.q)

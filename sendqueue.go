@@ -115,6 +115,13 @@ type sendQueue struct {
 	deficit int  // deficit round robin credit, in bytes
 	resume  bool // its turn was cut by the end of a batch: it goes on in the next (scheduler.take)
 	waiting bool // the stream waits for the queue to shrink
+	// bulk: a Write of more than maxSmallPayload waited for room in this
+	// queue since it was last empty (the stream writes faster than the
+	// writer takes: bulk sent by copy, as a bufio.Writer's 4 KiB). While
+	// several streams send, its copied frames stop at the in-flight
+	// budget and leave copySlack to the others' small frames
+	// (scheduler.take, bulkCopyRoom). Cleared with the queue (freeQueue).
+	bulk bool
 }
 
 // pending returns the copied bytes not taken yet.
@@ -258,6 +265,9 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			break
 		}
 		s.q.waiting = true
+		if len(payload) > maxSmallPayload {
+			w.sched.markBulk(s.q)
+		}
 		flushed := s.wait()
 		w.mu.Unlock()
 		select {

@@ -55,6 +55,31 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if floor > 0 {
 		w.bound.floor(floor, floorMarkers)
 	}
+	if w.copyBulkBeside(lone) {
+		w.bound.ceil(sharedCopyInflight)
+	}
+}
+
+// copyBulkBeside tells whether the next frames are bulk sent by copy
+// (sendQueue.bulk) beside another stream's small frames, for
+// sharedCopyInflight: several streams send, none by reference, some
+// bulk, and a small copied frame of a stream that is not
+// (scheduler.takeSmallPushed) came within severalQuiet. The clock is read only during that quiet.
+// mu held.
+func (w *writer) copyBulkBeside(lone bool) bool {
+	sc := &w.sched
+	if sc.takeSmallPushed() && sc.bulkQueued > 0 {
+		w.smallUntil = time.Now().Add(severalQuiet)
+		return !lone && sc.refStreams(1) == 0
+	}
+	if w.smallUntil.IsZero() {
+		return false
+	}
+	if !time.Now().Before(w.smallUntil) {
+		w.smallUntil = time.Time{}
+		return false
+	}
+	return !lone && sc.bulkQueued > 0 && sc.refStreams(1) == 0
 }
 
 // bulkOnlyLocked tells whether the next batches, sized to scale budgets,

@@ -25,14 +25,15 @@ func BenchmarkBulkStreams(b *testing.B) {
 	for _, t := range transports() {
 		for _, c := range field() {
 			b.Run(fmt.Sprintf("net=%s/streams=%d/impl=%s", t.name, bulkStreams, c.Name), func(b *testing.B) {
-				benchBulkStreams(b, t.over(c), bulkStreams)
+				benchBulkStreams(b, t.over(c), bulkStreams, bulkWriteSize)
 			})
 		}
 	}
 }
 
-// benchBulkStreams is BenchmarkBulkStreams of one contender on n streams.
-func benchBulkStreams(b *testing.B, c contenders.Contender, n int) {
+// benchBulkStreams is BenchmarkBulkStreams of one contender on n streams
+// writing size bytes at a time; one op is one write.
+func benchBulkStreams(b *testing.B, c contenders.Contender, n, size int) {
 	p := newPair(b, c)
 	writers := make([]contenders.Stream, n)
 	readers := make([]contenders.Stream, n)
@@ -48,13 +49,13 @@ func benchBulkStreams(b *testing.B, c contenders.Contender, n int) {
 		return b.N / n
 	}
 	done := make(chan error, 2*n)
-	b.SetBytes(bulkWriteSize)
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range n {
-		go drain(readers[i], int64(share(i))*bulkWriteSize, done)
+		go drain(readers[i], int64(share(i)*size), done)
 		go func() {
-			buf := make([]byte, bulkWriteSize)
+			buf := make([]byte, size)
 			for range share(i) {
 				if _, err := writers[i].Write(buf); err != nil {
 					done <- err

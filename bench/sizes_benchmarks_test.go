@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -47,6 +48,45 @@ func BenchmarkNotificationSizes(b *testing.B) {
 					benchNotify(b, t.over(c), r)
 				})
 			}
+		}
+	}
+}
+
+// pingWrites are the neighbours' Write sizes of BenchmarkPingPongSizes: a
+// bufio.Writer's 4 KiB (copied by braid), and io.Copy's 32 KiB (by
+// reference).
+var pingWrites = []int{4 << 10, 32 << 10}
+
+// BenchmarkPingPongSizes: BenchmarkPingPong's load=bulk (the 64 B round
+// trip beside 10 bulk streams) with the bulk streams writing pingWrites
+// bytes at a time instead of 64 KiB. One op is one round trip; reports
+// p50, p99 and the mean in µs and the bulk streams' MB/s.
+func BenchmarkPingPongSizes(b *testing.B) {
+	for _, t := range transports() {
+		for _, size := range pingWrites {
+			for _, c := range field() {
+				b.Run(fmt.Sprintf("net=%s/write=%dKiB/impl=%s", t.name, size>>10, c.Name), func(b *testing.B) {
+					r, err := slowdown.PingPongBesideWrites(context.Background(), t.over(c), b.N, bulkNeighbours, size, pingPongMaxTime)
+					if err != nil {
+						b.Fatal(err)
+					}
+					reportPing(b, r, true)
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkBulkStreamsSizes: BenchmarkBulkStreams with the streams writing
+// 4 KiB at a time (copied by braid), and nothing else beside them. One op
+// is one write on one of the streams; MB/s counts them all.
+func BenchmarkBulkStreamsSizes(b *testing.B) {
+	const size = 4 << 10
+	for _, t := range transports() {
+		for _, c := range anchors() {
+			b.Run(fmt.Sprintf("net=%s/streams=%d/write=%dKiB/impl=%s", t.name, bulkStreams, size>>10, c.Name), func(b *testing.B) {
+				benchBulkStreams(b, t.over(c), bulkStreams, size)
+			})
 		}
 	}
 }

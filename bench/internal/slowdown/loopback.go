@@ -1,6 +1,7 @@
 package slowdown
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -265,12 +266,21 @@ func PingPongHost(ctx context.Context, c contenders.Contender, n int, maxTime ti
 	return pingPongLoad(ctx, c, n, pingLoad{accepting: true}, maxTime)
 }
 
+// PingPongBesideWrites is PingPongLoad with the neighbours writing write
+// bytes at a time instead of LoopbackWrite: bulk as a stream wrapped in a
+// bufio.Writer (4 KiB) or fed by io.Copy (32 KiB) sends it, which a
+// muxer may take by copy where it takes 64 KiB by reference.
+func PingPongBesideWrites(ctx context.Context, c contenders.Contender, n, neighbours, write int, maxTime time.Duration) (PingResult, error) {
+	return pingPongLoad(ctx, c, n, pingLoad{neighbours: neighbours, write: write}, maxTime)
+}
+
 // pingLoad is what runs beside a pingPongLoad's round trips.
 type pingLoad struct {
 	neighbours int                  // streams writing bulk data beside the pings
 	gap        func() time.Duration // the pause before each round trip that counts; nil: none
 	accepting  bool                 // an Accept waits on both sessions throughout (PingPongHost)
 	link       *slowconn.Link       // the sessions' conn: a simulated link; nil: loopback TCP
+	write      int                  // the neighbours' Write size; 0: LoopbackWrite
 }
 
 // RequestGap is the pause before each round trip of
@@ -387,7 +397,7 @@ func pingPongLoad(ctx context.Context, c contenders.Contender, n int, load pingL
 		}()
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, LoopbackWrite)
+			buf := make([]byte, cmp.Or(load.write, LoopbackWrite))
 			for {
 				select {
 				case <-stop:

@@ -1,0 +1,147 @@
+package braid
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Bulk sent by copy (sendQueue.bulk): the streams of a bufio.Writer's 4
+// KiB Writes, which the writer can't keep up with, beside another
+// stream's small frames.
+
+// copyBulkWriter is a writer on a loopback path of rtt with two bulk
+// queues of 4 KiB frames, copied, as send leaves them once their Writes
+// waited for room.
+func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*writer, []*streamSend) {
+	t.Helper()
+	w := &writer{codec: yamuxCodec{}, writev: writev, parallel: parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(rtt)}
+	streams := []*streamSend{new(streamSend), new(streamSend)}
+	for i, s := range streams {
+		for range 3 {
+			w.sched.push(s, header{typ: typeData, streamID: uint32(2*i + 1), length: 4096}, make([]byte, 4096))
+		}
+		w.sched.markBulk(s.q)
+	}
+	t.Cleanup(func() { w.mu.Lock(); w.stopMarkerTimer(); w.mu.Unlock() })
+	return w, streams
+}
+
+// TestWriterCopiedBulkBesideSmallFrames: with more than one P, copied bulk
+// gets sharedCopyInflight from another stream's small frame on, for
+// severalQuiet, and minInflight before and after; never at one P, beside
+// by-reference bulk, or on a link (a budget the path's rate sizes).
+func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
+	for _, writev := range []bool{true, false} {
+		w, _ := copyBulkWriter(t, writev, true, 10*time.Microsecond)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, minInflight, w.bound.budget, "writev %v: copied bulk alone", writev)
+
+		var small streamSend
+		w.sched.push(&small, header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: a small frame beside it", writev)
+		require.Equal(t, sharedCopyInflight/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
+		require.Greater(t, time.Until(w.smallUntil), severalQuiet-time.Second/10, "writev %v: the quiet is severalQuiet", writev)
+		w.sched.drop(&small)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: within severalQuiet of the small frame", writev)
+		w.smallUntil = time.Now() // the quiet is over
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, minInflight, w.bound.budget, "writev %v: severalQuiet after the small frame", writev)
+		require.True(t, w.smallUntil.IsZero(), "writev %v: no quiet runs, and the clock is not read", writev)
+
+		// A bulk stream's own 4 KiB frames on a queue not yet bulk (it
+		// was emptied and made again) are not small frames.
+		var fresh streamSend
+		w.sched.push(&fresh, header{typ: typeData, streamID: 101, length: 4096}, make([]byte, 4096))
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, minInflight, w.bound.budget, "writev %v: a fresh bulk queue's frame", writev)
+	}
+
+	small := func(w *writer) {
+		w.sched.push(new(streamSend), header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+	}
+	w, _ := copyBulkWriter(t, true, false, 10*time.Microsecond)
+	small(w)
+	require.True(t, w.hasWorkLocked())
+	require.Equal(t, minInflight, w.bound.budget, "one P: the two ends take turns, and the budget is not what the small frame waits behind")
+
+	w, _ = copyBulkWriter(t, false, true, 10*time.Microsecond)
+	w.sched.pushRef(new(streamSend), header{typ: typeData, streamID: 51}, make([]byte, 64<<10))
+	small(w)
+	require.True(t, w.hasWorkLocked())
+	require.Equal(t, sharedDecryptInflight, w.bound.budget, "by-reference bulk beside: its floor")
+
+	w, _ = copyBulkWriter(t, true, true, 2*linkRTT)
+	small(w)
+	require.True(t, w.hasWorkLocked())
+	require.Greater(t, w.bound.budget, minInflight, "a link: the path's product")
+}
+
+// TestWriterParksWithOnlyCopiedBulkHeld: while several streams send, the
+// writer parks when the budget is spent and only bulk by copy waits (the
+// slack above the budget is for small frames: it must not spin on
+// batches that take nothing), and wakes for a small frame.
+func TestWriterParksWithOnlyCopiedBulkHeld(t *testing.T) {
+	w, _ := copyBulkWriter(t, true, true, 10*time.Microsecond)
+	var ping streamSend
+	w.sched.push(&ping, header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+	w.sched.drop(&ping) // the quiet runs
+	require.True(t, w.hasWorkLocked())
+	require.Equal(t, sharedCopyInflight, w.bound.budget)
+	f := &w.bound
+	f.sent += uint64(f.budget) // the budget in flight, marked
+	f.marked = f.sent
+	f.markers = append(f.markers, marker{id: markerFlag | 1, offset: f.sent})
+	require.False(t, w.hasWorkLocked(), "only copied bulk, no room: park")
+	require.True(t, f.blocked)
+
+	w.sched.push(new(streamSend), header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+	require.True(t, w.hasWorkLocked(), "a small frame has copySlack")
+	require.Equal(t, sharedCopyInflight, w.bound.budget)
+	w.takeLocked()
+	got := takenBytes(t, &w.b, 99)
+	require.Equal(t, headerSize+64, got[98], "the small frame taken")
+	require.Zero(t, got[0]+got[2], "no bulk frame taken beyond the budget")
+}
+
+// TestSendMarksBulk: a Write that waits for room in its stream's queue
+// marks the queue bulk when it is larger than maxSmallPayload (a
+// bufio.Writer's 4 KiB), not when it is a small message (100 streams of
+// 64 B Writes wait for room too, and stay small writers).
+func TestSendMarksBulk(t *testing.T) {
+	for _, c := range []struct {
+		size int
+		bulk bool
+	}{{64, false}, {maxSmallPayload, false}, {maxSmallPayload + 1, true}, {4096, true}} {
+		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
+		var s streamSend
+		h := header{typ: typeData, streamID: 1, length: uint32(c.size)}
+		for w.sched.hasRoom(&s) {
+			w.sched.push(&s, h, make([]byte, c.size))
+		}
+		require.False(t, s.q.bulk, "%d B: queued without waiting", c.size)
+		cancel := make(chan struct{})
+		sent := make(chan error, 1)
+		go func() { sent <- w.send(&s, h, make([]byte, c.size), cancel) }()
+		require.Eventually(t, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return s.q.waiting
+		}, 5*time.Second, time.Millisecond, "%d B: the Write waits for room", c.size)
+		w.mu.Lock()
+		bulk, bulkQueued, queued := s.q.bulk, w.sched.bulkQueued, w.sched.queued
+		w.mu.Unlock()
+		close(cancel)
+		require.ErrorIs(t, <-sent, os.ErrDeadlineExceeded)
+		require.Equal(t, c.bulk, bulk, "%d B Writes", c.size)
+		if c.bulk {
+			require.Equal(t, queued, bulkQueued, "%d B: what was queued counts as bulk", c.size)
+		} else {
+			require.Zero(t, bulkQueued, "%d B", c.size)
+		}
+	}
+}
