@@ -12,6 +12,13 @@ import (
 // KiB Writes, which the writer can't keep up with, beside another
 // stream's small frames.
 
+// pushWrite queues a copied frame of n bytes of a Write of write bytes on
+// s, as send does.
+func pushWrite(w *writer, s *streamSend, id uint32, n, write int) {
+	w.sched.push(s, header{typ: typeData, streamID: id, length: uint32(n)}, make([]byte, n))
+	w.sched.noteWrite(s.q, write)
+}
+
 // copyBulkWriter is a writer on a loopback path of rtt with two bulk
 // queues of 4 KiB frames, copied, as send leaves them once their Writes
 // waited for room.
@@ -21,7 +28,7 @@ func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*wr
 	streams := []*streamSend{new(streamSend), new(streamSend)}
 	for i, s := range streams {
 		for range 3 {
-			w.sched.push(s, header{typ: typeData, streamID: uint32(2*i + 1), length: 4096}, make([]byte, 4096))
+			pushWrite(w, s, uint32(2*i+1), 4096, 4096)
 		}
 		w.sched.markBulk(s.q)
 	}
@@ -29,20 +36,24 @@ func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*wr
 	return w, streams
 }
 
-// TestWriterCopiedBulkBesideSmallFrames: with more than one P, copied bulk
-// gets sharedCopyInflight from another stream's small frame on, for
-// severalQuiet, and minInflight before and after; never at one P, beside
-// by-reference bulk, or on a link (a budget the path's rate sizes).
+// TestWriterCopiedBulkBesideSmallFrames: from another stream's small frame
+// on, for severalQuiet, copied bulk leaves copySlack to small frames
+// (scheduler.smallBeside), and with more than one P gets
+// sharedCopyInflight, minInflight before and after; never at one P,
+// beside by-reference bulk, or on a link (a budget the path's rate
+// sizes).
 func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 	for _, writev := range []bool{true, false} {
 		w, _ := copyBulkWriter(t, writev, true, 10*time.Microsecond)
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, minInflight, w.bound.budget, "writev %v: copied bulk alone", writev)
+		require.False(t, w.sched.smallBeside, "writev %v: nothing to leave copySlack to", writev)
 
 		var small streamSend
-		w.sched.push(&small, header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+		pushWrite(w, &small, 99, 64, 64)
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: a small frame beside it", writev)
+		require.True(t, w.sched.smallBeside, "writev %v: copySlack left to the small frames", writev)
 		require.Equal(t, sharedCopyInflight/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
 		require.Greater(t, time.Until(w.smallUntil), severalQuiet-time.Second/10, "writev %v: the quiet is severalQuiet", writev)
 		w.sched.drop(&small)
@@ -51,29 +62,33 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 		w.smallUntil = time.Now() // the quiet is over
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, minInflight, w.bound.budget, "writev %v: severalQuiet after the small frame", writev)
+		require.False(t, w.sched.smallBeside, "writev %v: severalQuiet after the small frame", writev)
 		require.True(t, w.smallUntil.IsZero(), "writev %v: no quiet runs, and the clock is not read", writev)
 
 		// A bulk stream's own 4 KiB frames on a queue not yet bulk (it
-		// was emptied and made again) are not small frames.
+		// was emptied and made again) are no small message, nor is a
+		// short frame its credit cut from one, nor a FIN.
 		var fresh streamSend
-		w.sched.push(&fresh, header{typ: typeData, streamID: 101, length: 4096}, make([]byte, 4096))
+		pushWrite(w, &fresh, 101, 4096, 4096)
+		pushWrite(w, &fresh, 101, 500, 4096)
+		pushWrite(w, &fresh, 101, 0, 0)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, minInflight, w.bound.budget, "writev %v: a fresh bulk queue's frame", writev)
+		require.Equal(t, minInflight, w.bound.budget, "writev %v: a fresh bulk queue's frames", writev)
 	}
 
-	small := func(w *writer) {
-		w.sched.push(new(streamSend), header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
-	}
+	small := func(w *writer) { pushWrite(w, new(streamSend), 99, 64, 64) }
 	w, _ := copyBulkWriter(t, true, false, 10*time.Microsecond)
 	small(w)
 	require.True(t, w.hasWorkLocked())
 	require.Equal(t, minInflight, w.bound.budget, "one P: the two ends take turns, and the budget is not what the small frame waits behind")
+	require.True(t, w.sched.smallBeside, "one P: copySlack left to the small frames")
 
 	w, _ = copyBulkWriter(t, false, true, 10*time.Microsecond)
 	w.sched.pushRef(new(streamSend), header{typ: typeData, streamID: 51}, make([]byte, 64<<10))
 	small(w)
 	require.True(t, w.hasWorkLocked())
 	require.Equal(t, sharedDecryptInflight, w.bound.budget, "by-reference bulk beside: its floor")
+	require.True(t, w.sched.smallBeside, "by-reference bulk beside: copySlack left to the small frames")
 
 	w, _ = copyBulkWriter(t, true, true, 2*linkRTT)
 	small(w)
@@ -88,7 +103,7 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 func TestWriterParksWithOnlyCopiedBulkHeld(t *testing.T) {
 	w, _ := copyBulkWriter(t, true, true, 10*time.Microsecond)
 	var ping streamSend
-	w.sched.push(&ping, header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+	pushWrite(w, &ping, 99, 64, 64)
 	w.sched.drop(&ping) // the quiet runs
 	require.True(t, w.hasWorkLocked())
 	require.Equal(t, sharedCopyInflight, w.bound.budget)
@@ -99,7 +114,7 @@ func TestWriterParksWithOnlyCopiedBulkHeld(t *testing.T) {
 	require.False(t, w.hasWorkLocked(), "only copied bulk, no room: park")
 	require.True(t, f.blocked)
 
-	w.sched.push(new(streamSend), header{typ: typeData, streamID: 99, length: 64}, make([]byte, 64))
+	pushWrite(w, new(streamSend), 99, 64, 64)
 	require.True(t, w.hasWorkLocked(), "a small frame has copySlack")
 	require.Equal(t, sharedCopyInflight, w.bound.budget)
 	w.takeLocked()
@@ -126,7 +141,7 @@ func TestSendMarksBulk(t *testing.T) {
 		require.False(t, s.q.bulk, "%d B: queued without waiting", c.size)
 		cancel := make(chan struct{})
 		sent := make(chan error, 1)
-		go func() { sent <- w.send(&s, h, make([]byte, c.size), cancel) }()
+		go func() { sent <- w.send(&s, h, make([]byte, c.size), c.size, cancel) }()
 		require.Eventually(t, func() bool {
 			w.mu.Lock()
 			defer w.mu.Unlock()

@@ -36,7 +36,8 @@ type scheduler struct {
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
 	queued      int           // copied stream bytes queued in all streams
 	bulkQueued  int           // of queued, the bytes of bulk queues (sendQueue.bulk)
-	smallPushed bool          // a small copied frame (maxSmallPayload) of a queue not bulk was queued since takeSmallPushed
+	smallPushed bool          // a small message was queued since takeSmallPushed (noteWrite)
+	smallBeside bool          // small frames came beside bulk by copy within severalQuiet (writer.copyBulkBeside): bulkCopyRoom
 	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
 	sole        soleStream    // which stream has the conn to itself, for its mid-size Writes (alone.go)
 }
@@ -178,12 +179,15 @@ func (sc *scheduler) copyRoom() int {
 }
 
 // bulkCopyRoom is how far beyond the in-flight budget the copied frames
-// of bulk queues (sendQueue.bulk: bulk sent by copy) may go:
-// none while several streams send, so that copySlack stays for the small
-// frames of the others, as by-reference frames leave it (cutsAtRoom); a
-// lone stream's go as far as any copied frame (copyRoom).
+// of bulk queues (sendQueue.bulk: bulk sent by copy) may go: none while
+// several streams send and small frames come beside them (smallBeside),
+// so that copySlack stays for those, as by-reference frames leave it
+// (cutsAtRoom); elsewhere as far as any copied frame (copyRoom): bulk
+// streams with no small frame beside them have only each other to wait
+// for (10 streams of 4 KiB Writes, the slack left unused at two P:
+// x0.87-0.90).
 func (sc *scheduler) bulkCopyRoom() int {
-	if sc.cutsAtRoom() {
+	if sc.cutsAtRoom() && sc.smallBeside {
 		return 0
 	}
 	return sc.copyRoom()
@@ -237,7 +241,6 @@ func (sc *scheduler) add(s *streamSend) {
 func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 	sc.noteCopied(h.streamID)
 	sc.add(s)
-	sc.smallPushed = sc.smallPushed || !s.q.bulk && len(payload) <= maxSmallPayload
 	if sc.merge && s.q.extend(sc.codec, h, payload, sc.mergeLimit()) {
 		sc.count(s.q, len(payload))
 		return
@@ -268,10 +271,20 @@ func (sc *scheduler) markBulk(q *sendQueue) {
 	}
 }
 
-// takeSmallPushed tells whether a copied frame of at most maxSmallPayload
-// of a stream that is not bulk was queued since the last call (a small
-// message beside bulk sent by copy: writer.copyBulkBeside), and clears
-// it.
+// noteWrite records that a copied frame of a Write of write bytes (0: not
+// a Write's, a FIN) was queued on q: a small message, a Write of at most
+// maxSmallPayload on a queue that is not bulk, for takeSmallPushed. The
+// Write's length, not the frame's: a bulk stream's 4 KiB Write that its
+// credit cut into a short frame is no message.
+func (sc *scheduler) noteWrite(q *sendQueue, write int) {
+	if write > 0 && write <= maxSmallPayload && !q.bulk {
+		sc.smallPushed = true
+	}
+}
+
+// takeSmallPushed tells whether a small message (noteWrite) was queued
+// since the last call (beside bulk sent by copy: writer.copyBulkBeside),
+// and clears it.
 func (sc *scheduler) takeSmallPushed() bool {
 	small := sc.smallPushed
 	sc.smallPushed = false

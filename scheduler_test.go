@@ -47,6 +47,7 @@ func TestScheduler(t *testing.T) {
 		maxBatch  int
 		loneFrame int // the writer's lone-stream frame (writerate.go); 0 = one batch
 		streams   int
+		quiet     bool // no small frame beside bulk by copy (scheduler.smallBeside false)
 		steps     []schedStep
 	}{{
 		// Rule: busy streams send the same bytes per pass, whatever
@@ -197,10 +198,18 @@ func TestScheduler(t *testing.T) {
 			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}},
 				held: true, room: bulkFrame + 100, want: []int{5 * bulkFrame}, ring: []int{0}},
 		},
+	}, {
+		// And so do several with no small frame beside them.
+		name: "bulk by copy with no small frame beside keeps the slack", maxBatch: 6 * bulkFrame, streams: 2, quiet: true,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}, {stream: 1, frames: frames(6, bulkFrame), bulk: true}},
+				held: true, room: bulkFrame + 100, want: []int{3 * bulkFrame, 2 * bulkFrame}, ring: []int{1, 0}}, // 1 goes on first: the batch ended inside its turn
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := newScheduler(yamuxCodec{}, tc.maxBatch)
+			sc.smallBeside = !tc.quiet
 			if tc.loneFrame > 0 {
 				sc.loneFrame = tc.loneFrame
 			}
@@ -232,7 +241,7 @@ func TestScheduler(t *testing.T) {
 					refLimit = min(limit, step.room)
 					limit = min(limit, step.room+copySlack)
 					bulkLimit = limit
-					if sc.cutsAtRoom() { // bulkCopyRoom
+					if sc.cutsAtRoom() && sc.smallBeside { // bulkCopyRoom
 						bulkLimit = min(limit, step.room)
 					}
 				}

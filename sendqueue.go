@@ -242,8 +242,11 @@ const maxKeptEnds = 16
 // send queues a stream frame with its payload copied, in order with the
 // stream's other frames, or writes it at once in the writer's stead
 // (inline.go). It waits while the stream has its share queued, until
-// cancel is closed.
-func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan struct{}) error {
+// cancel is closed. write is the length of the Write the frame is of (0
+// for none: a FIN): a Write of more than maxSmallPayload that waits makes
+// the queue bulk (sendQueue.bulk), and one of at most that is a small
+// message (scheduler.noteWrite).
+func (w *writer) send(s *streamSend, h header, payload []byte, write int, cancel <-chan struct{}) error {
 	w.mu.Lock()
 	for {
 		if w.err != nil || s.dropped {
@@ -265,7 +268,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 			break
 		}
 		s.q.waiting = true
-		if len(payload) > maxSmallPayload {
+		if write > maxSmallPayload {
 			w.sched.markBulk(s.q)
 		}
 		flushed := s.wait()
@@ -284,6 +287,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, cancel <-chan str
 		w.mu.Lock()
 	}
 	w.sched.push(s, h, payload)
+	w.sched.noteWrite(s.q, write)
 	w.signal()
 	w.mu.Unlock()
 	return nil
@@ -362,6 +366,7 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 		}
 	}
 	w.sched.push(s, h, payload)
+	w.sched.noteWrite(s.q, len(payload))
 	w.signal()
 	return true, nil
 }

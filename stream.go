@@ -440,7 +440,7 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 	defer s.writeMu.Unlock()
 	defer s.endWrite()
 	w := s.session.w
-	written := 0
+	written, write := 0, len(b)
 	// A mid-size Write is copied whole while its stream sends alone
 	// (alone.go); the rest of a larger Write that its credit cut is not.
 	copyMid := len(b) >= refThreshold && len(b) < loneCopyMax && w.copiesMidWrite(s.id)
@@ -452,7 +452,7 @@ func (s *Stream) writeFull(b []byte) (int, error) {
 		}
 		h := header{typ: typeData, flags: flags, streamID: s.id, length: uint32(n)}
 		if !byRef || n < refThreshold {
-			if err := w.send(&s.send, h, b[:n], s.writeDeadline.wait()); err != nil {
+			if err := w.send(&s.send, h, b[:n], write, s.writeDeadline.wait()); err != nil {
 				s.giveBackCredit(n)
 				return written, s.writeFailure(err)
 			}
@@ -601,7 +601,7 @@ func (s *Stream) CloseWrite() error {
 	s.mu.Unlock()
 	s.writeDeadline.stop()
 	// The FIN travels with the data frames, so it never overtakes them.
-	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, nil)
+	err := s.session.w.send(&s.send, header{typ: typeWindowUpdate, flags: flags, streamID: s.id}, nil, 0, nil)
 	s.mu.Lock()
 	s.finQueued = true
 	s.mu.Unlock()

@@ -286,7 +286,7 @@ func TestSendRefDeadlineCopies(t *testing.T) {
 
 	// The stream's share of the queue is full now: a copied send waits,
 	// until its deadline.
-	err = w.send(&s, header{typ: typeData, streamID: 1, length: 1}, []byte{1}, expired)
+	err = w.send(&s, header{typ: typeData, streamID: 1, length: 1}, []byte{1}, 1, expired)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	require.False(t, s.q.waiting, "a send that gave up doesn't wait")
 

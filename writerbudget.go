@@ -27,6 +27,8 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.parallel && w.cork.active() {
 		w.bulkOnly = w.bulkOnlyLocked(scale)
 	}
+	beside := w.copyBulkBeside(lone)
+	w.sched.smallBeside = beside
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, loneMarkers)
 	// The least room the next frames can use, for needMarker: a lone
 	// stream's whole frame goes with any room, a cut needs minRefCut
@@ -55,22 +57,24 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if floor > 0 {
 		w.bound.floor(floor, floorMarkers)
 	}
-	if w.copyBulkBeside(lone) {
-		w.bound.ceil(sharedCopyInflight)
+	if beside && w.sched.refStreams(1) == 0 {
+		w.bound.ceil(sharedCopyInflight) // bulk by copy alone beside small frames
 	}
 }
 
 // copyBulkBeside tells whether the next frames are bulk sent by copy
-// (sendQueue.bulk) beside another stream's small frames, for
-// sharedCopyInflight: several streams send, none by reference, some
-// bulk, and a small copied frame of a stream that is not
-// (scheduler.takeSmallPushed) came within severalQuiet. The clock is read only during that quiet.
-// mu held.
+// (sendQueue.bulk) beside another stream's small frames: several streams
+// send, some bulk by copy, and a small copied frame of a stream that is
+// not (scheduler.takeSmallPushed) came within severalQuiet. Such bulk
+// leaves copySlack to the small frames (scheduler.bulkCopyRoom), and with
+// more than one P and no by-reference bulk beside it gets
+// sharedCopyInflight (sizeBudgetLocked). The clock is read only during
+// the quiet. mu held.
 func (w *writer) copyBulkBeside(lone bool) bool {
 	sc := &w.sched
 	if sc.takeSmallPushed() && sc.bulkQueued > 0 {
 		w.smallUntil = time.Now().Add(severalQuiet)
-		return !lone && sc.refStreams(1) == 0
+		return !lone
 	}
 	if w.smallUntil.IsZero() {
 		return false
@@ -79,7 +83,7 @@ func (w *writer) copyBulkBeside(lone bool) bool {
 		w.smallUntil = time.Time{}
 		return false
 	}
-	return !lone && sc.bulkQueued > 0 && sc.refStreams(1) == 0
+	return !lone && sc.bulkQueued > 0
 }
 
 // bulkOnlyLocked tells whether the next batches, sized to scale budgets,
