@@ -185,7 +185,8 @@ const (
 	// and 155-161, 705-756 and 143-149, 517-527 and 120-128, 430-454 and
 	// 117-121. In the same hour smux's p50 was 151-158 µs over TCP and
 	// 100-111 over TLS, the best other's bulk 641-737 and 550-577 MB/s
-	// (go-yamux): 64 KiB keeps the bulk at the most other's and more.
+	// (go-yamux): 64 KiB keeps the bulk above 0.9x the best other's
+	// (docs/design.md, "Bulk sent by copy beside small messages").
 	sharedCopyInflight = 64 * 1024
 	// sharedLookBatch bounds a batch's bytes of by-reference frames where
 	// sharedLookInflight applies (several streams send by reference, and
