@@ -168,8 +168,9 @@ type writer struct {
 	// after another stream's small frame ends (zero: none runs).
 	bulkOnly  bool
 	corkAfter time.Time
-	// smallUntil is when the quiet after a small frame beside bulk sent
-	// by copy ends (zero: none runs): until then such bulk gets
+	// smallUntil is when the quiet after a small message beside bulk
+	// sent by copy ends (zero: none runs): until then such bulk leaves
+	// copySlack to small frames and, with more than one P, gets
 	// sharedCopyInflight (copyBulkBeside).
 	smallUntil time.Time
 	// sharedLook: the last sizing found several streams sending by

@@ -37,7 +37,7 @@ type scheduler struct {
 	queued      int           // copied stream bytes queued in all streams
 	bulkQueued  int           // of queued, the bytes of bulk queues (sendQueue.bulk)
 	smallPushed bool          // a small message was queued since takeSmallPushed (noteWrite)
-	smallBeside bool          // small frames came beside bulk by copy within severalQuiet (writer.copyBulkBeside): bulkCopyRoom
+	smallBeside bool          // small messages came beside bulk by copy within severalQuiet (writer.copyBulkBeside): bulkCopyRoom
 	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
 	sole        soleStream    // which stream has the conn to itself, for its mid-size Writes (alone.go)
 }
@@ -180,7 +180,7 @@ func (sc *scheduler) copyRoom() int {
 
 // bulkCopyRoom is how far beyond the in-flight budget the copied frames
 // of bulk queues (sendQueue.bulk: bulk sent by copy) may go: none while
-// several streams send and small frames come beside them (smallBeside),
+// several streams send and small messages come beside them (smallBeside),
 // so that copySlack stays for those, as by-reference frames leave it
 // (cutsAtRoom); elsewhere as far as any copied frame (copyRoom): bulk
 // streams with no small frame beside them have only each other to wait
