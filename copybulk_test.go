@@ -16,7 +16,7 @@ import (
 // s, as send does.
 func pushWrite(w *writer, s *streamSend, id uint32, n, write int) {
 	w.sched.push(s, header{typ: typeData, streamID: id, length: uint32(n)}, make([]byte, n))
-	w.sched.noteWrite(s.q, write)
+	w.sched.noteWrite(s, write)
 }
 
 // copyBulkWriter is a writer on a loopback path of rtt with two bulk
@@ -30,7 +30,7 @@ func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*wr
 		for range 3 {
 			pushWrite(w, s, uint32(2*i+1), 4096, 4096)
 		}
-		w.sched.markBulk(s.q)
+		w.sched.markBulk(s)
 	}
 	t.Cleanup(func() { w.mu.Lock(); w.stopMarkerTimer(); w.mu.Unlock() })
 	return w, streams
@@ -94,6 +94,46 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 	small(w)
 	require.True(t, w.hasWorkLocked())
 	require.Greater(t, w.bound.budget, minInflight, "a link: the path's product")
+
+	// One bulk stream counts as several: once the small message's
+	// frame is taken it is alone in the ring, and the quiet holds.
+	for _, writev := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, writev: writev, parallel: true, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		var bulk, ping streamSend
+		pushWrite(w, &bulk, 1, 4096, 4096)
+		w.sched.markBulk(&bulk)
+		w.sched.noteWrite(&ping, 64) // queued, and taken
+		require.False(t, w.sched.cutsAtRoom(), "writev %v: one stream in the ring", writev)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: one bulk stream within severalQuiet of a small message", writev)
+		require.True(t, w.sched.smallBeside, "writev %v: one bulk stream leaves copySlack", writev)
+		require.True(t, w.hasWorkLocked())
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: and at the next batch, within the quiet", writev)
+		w.stopMarkerTimer()
+	}
+
+	// Nor is a small Write before any bulk was queued (the byte that
+	// opened the stream), however late the budget is sized after it.
+	for _, parallel := range []bool{true, false} {
+		w := &writer{codec: yamuxCodec{}, writev: true, parallel: parallel, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes), path: pathWithRTT(10 * time.Microsecond)}
+		var s streamSend
+		pushWrite(w, &s, 1, 1, 1)
+		for range 3 {
+			pushWrite(w, &s, 1, 4096, 4096)
+		}
+		w.sched.markBulk(&s)
+		require.True(t, w.hasWorkLocked())
+		require.False(t, w.sched.smallBeside, "parallel %v: the opening byte of a stream that then sends alone", parallel)
+		w.stopMarkerTimer()
+	}
+
+	// A bulk stream's own small Writes (a length prefix before each
+	// message) are no small messages beside it.
+	w, streams := copyBulkWriter(t, true, true, 10*time.Microsecond)
+	pushWrite(w, streams[0], 1, 4, 4)
+	require.True(t, w.hasWorkLocked())
+	require.Equal(t, minInflight, w.bound.budget, "a bulk stream's own prefix")
+	require.False(t, w.sched.smallBeside, "a bulk stream's own prefix")
 }
 
 // TestWriterParksWithOnlyCopiedBulkHeld: while several streams send, the
@@ -153,10 +193,18 @@ func TestSendMarksBulk(t *testing.T) {
 		close(cancel)
 		require.ErrorIs(t, <-sent, os.ErrDeadlineExceeded)
 		require.Equal(t, c.bulk, bulk, "%d B Writes", c.size)
+		require.Equal(t, c.bulk, s.bulk, "%d B Writes: the stream", c.size)
 		if c.bulk {
 			require.Equal(t, queued, bulkQueued, "%d B: what was queued counts as bulk", c.size)
 		} else {
 			require.Zero(t, bulkQueued, "%d B", c.size)
 		}
+
+		// The queue goes once it is empty; the stream's next one starts
+		// bulk.
+		w.sched.failAll(ErrSessionClosed)
+		require.Nil(t, s.q)
+		w.sched.push(&s, h, make([]byte, c.size))
+		require.Equal(t, c.bulk, s.q.bulk, "%d B: the next queue", c.size)
 	}
 }

@@ -180,14 +180,13 @@ func (sc *scheduler) copyRoom() int {
 
 // bulkCopyRoom is how far beyond the in-flight budget the copied frames
 // of bulk queues (sendQueue.bulk: bulk sent by copy) may go: none while
-// several streams send and small messages come beside them (smallBeside),
-// so that copySlack stays for those, as by-reference frames leave it
-// (cutsAtRoom); elsewhere as far as any copied frame (copyRoom): bulk
-// streams with no small frame beside them have only each other to wait
-// for (10 streams of 4 KiB Writes, the slack left unused at two P:
-// x0.87-0.90).
+// small messages come beside them (smallBeside), so that copySlack stays
+// for those, as by-reference frames beside them leave it; elsewhere as
+// far as any copied frame (copyRoom): bulk streams with no small message
+// beside them have only each other to wait for (10 streams of 4 KiB
+// Writes, the slack left unused at two P: x0.87-0.90).
 func (sc *scheduler) bulkCopyRoom() int {
-	if sc.cutsAtRoom() && sc.smallBeside {
+	if sc.smallBeside {
 		return 0
 	}
 	return sc.copyRoom()
@@ -232,6 +231,7 @@ func (sc *scheduler) add(s *streamSend) {
 	} else {
 		s.q = new(sendQueue)
 	}
+	s.q.bulk = s.bulk // empty: nothing to count
 	sc.ring = append(sc.ring, s)
 }
 
@@ -262,22 +262,29 @@ func (sc *scheduler) count(q *sendQueue, n int) {
 	}
 }
 
-// markBulk marks q bulk (a Write of more than maxSmallPayload waits for
-// room in it), its bytes queued so far with it.
-func (sc *scheduler) markBulk(q *sendQueue) {
-	if !q.bulk {
+// markBulk marks s and its queue bulk (a Write of more than
+// maxSmallPayload waits for room in it), the queue's bytes so far with
+// it.
+func (sc *scheduler) markBulk(s *streamSend) {
+	s.bulk = true
+	if q := s.q; q != nil && !q.bulk {
 		q.bulk = true
 		sc.bulkQueued += q.pending()
 	}
 }
 
 // noteWrite records that a copied frame of a Write of write bytes (0: not
-// a Write's, a FIN) was queued on q: a small message, a Write of at most
-// maxSmallPayload on a queue that is not bulk, for takeSmallPushed. The
-// Write's length, not the frame's: a bulk stream's 4 KiB Write that its
-// credit cut into a short frame is no message.
-func (sc *scheduler) noteWrite(q *sendQueue, write int) {
-	if write > 0 && write <= maxSmallPayload && !q.bulk {
+// a Write's, a FIN) of s was queued: a small message beside bulk by copy,
+// a Write of at most maxSmallPayload of a stream that does not send bulk
+// by copy while bulk by copy is queued, for takeSmallPushed. The Write's
+// length, not the frame's: a 4 KiB Write that credit cut into a short
+// frame is no message; not a bulk stream's own small Writes (a length
+// prefix before each 4 KiB message); and not one before any bulk was
+// queued (the byte that opens a stream that then sends alone, noted
+// until the writer next sized its budget, started a quiet once the
+// stream's bulk came: one stream's 4 KiB Writes x0.80-0.84 at two P).
+func (sc *scheduler) noteWrite(s *streamSend, write int) {
+	if write > 0 && write <= maxSmallPayload && !s.bulk && sc.bulkQueued > 0 {
 		sc.smallPushed = true
 	}
 }

@@ -47,7 +47,7 @@ func TestScheduler(t *testing.T) {
 		maxBatch  int
 		loneFrame int // the writer's lone-stream frame (writerate.go); 0 = one batch
 		streams   int
-		quiet     bool // no small frame beside bulk by copy (scheduler.smallBeside false)
+		quiet     bool // no small message beside bulk by copy (scheduler.smallBeside false)
 		steps     []schedStep
 	}{{
 		// Rule: busy streams send the same bytes per pass, whatever
@@ -190,20 +190,28 @@ func TestScheduler(t *testing.T) {
 			{drop: []int{1}, want: []int{2 * bulkFrame, 0, 0}, ring: []int{}},
 		},
 	}, {
-		// A lone bulk stream's copied frames go as far as any copied
-		// frame (bulkCopyRoom: nobody is beside it to leave the slack
-		// to).
-		name: "a lone bulk stream by copy keeps the slack", maxBatch: 6 * bulkFrame, streams: 1,
+		// So does one bulk stream between two small messages, when it
+		// is alone in the ring: what it puts in flight then is what
+		// the next one waits behind.
+		name: "a lone bulk stream by copy leaves the slack", maxBatch: 6 * bulkFrame, streams: 1,
 		steps: []schedStep{
 			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}},
-				held: true, room: bulkFrame + 100, want: []int{5 * bulkFrame}, ring: []int{0}},
+				held: true, room: bulkFrame + 100, want: []int{bulkFrame}, ring: []int{0}},
 		},
 	}, {
-		// And so do several with no small frame beside them.
-		name: "bulk by copy with no small frame beside keeps the slack", maxBatch: 6 * bulkFrame, streams: 2, quiet: true,
+		// With no small message beside them, bulk streams by copy go
+		// as far as any copied frame (copyRoom): they have only each
+		// other to wait for.
+		name: "bulk by copy with no small message beside keeps the slack", maxBatch: 6 * bulkFrame, streams: 2, quiet: true,
 		steps: []schedStep{
 			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}, {stream: 1, frames: frames(6, bulkFrame), bulk: true}},
 				held: true, room: bulkFrame + 100, want: []int{3 * bulkFrame, 2 * bulkFrame}, ring: []int{1, 0}}, // 1 goes on first: the batch ended inside its turn
+		},
+	}, {
+		name: "a lone bulk stream by copy with no small message beside keeps the slack", maxBatch: 6 * bulkFrame, streams: 1, quiet: true,
+		steps: []schedStep{
+			{push: []schedPush{{stream: 0, frames: frames(6, bulkFrame), bulk: true}},
+				held: true, room: bulkFrame + 100, want: []int{5 * bulkFrame}, ring: []int{0}},
 		},
 	}}
 	for _, tc := range cases {
@@ -229,7 +237,7 @@ func TestScheduler(t *testing.T) {
 						sc.pushRef(s, header{typ: typeData, streamID: uint32(p.stream + 1)}, make([]byte, p.ref))
 					}
 					if p.bulk {
-						sc.markBulk(s.q)
+						sc.markBulk(s)
 					}
 				}
 				for _, d := range step.drop {
@@ -240,10 +248,7 @@ func TestScheduler(t *testing.T) {
 				if step.held { // as writer.takeLocked, with copyRoom copySlack
 					refLimit = min(limit, step.room)
 					limit = min(limit, step.room+copySlack)
-					bulkLimit = limit
-					if sc.cutsAtRoom() && sc.smallBeside { // bulkCopyRoom
-						bulkLimit = min(limit, step.room)
-					}
+					bulkLimit = min(limit, step.room+sc.bulkCopyRoom())
 				}
 				b.data, b.ends, b.refs, b.size = b.data[:0], b.ends[:0], b.refs[:0], 0
 				sc.take(&b, refLimit, bulkLimit, limit)

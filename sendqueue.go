@@ -53,6 +53,7 @@ type streamSend struct {
 	dropped     bool          // reset: the writer takes no more of its frames
 	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
 	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
+	bulk        bool          // sends bulk by copy: a Write of more than maxSmallPayload waited for room (scheduler.markBulk); never cleared: its queues start bulk, its small Writes are no small messages (noteWrite)
 	deadline    atomic.Int64  // the stream's write deadline in Unix nanoseconds, 0 for none (setWriteDeadline, blockingWriteAllowed)
 }
 
@@ -115,12 +116,12 @@ type sendQueue struct {
 	deficit int  // deficit round robin credit, in bytes
 	resume  bool // its turn was cut by the end of a batch: it goes on in the next (scheduler.take)
 	waiting bool // the stream waits for the queue to shrink
-	// bulk: a Write of more than maxSmallPayload waited for room in this
-	// queue since it was last empty (the stream writes faster than the
-	// writer takes: bulk sent by copy, as a bufio.Writer's 4 KiB). While
-	// several streams send, its copied frames stop at the in-flight
-	// budget and leave copySlack to the others' small frames
-	// (scheduler.take, bulkCopyRoom). Cleared with the queue (freeQueue).
+	// bulk: the queue's stream sends bulk by copy (streamSend.bulk: a
+	// Write of more than maxSmallPayload waited for room, as a
+	// bufio.Writer's 4 KiB do; the stream writes faster than the writer
+	// takes). Beside small messages its copied frames stop at the
+	// in-flight budget and leave copySlack to them (scheduler.take,
+	// bulkCopyRoom).
 	bulk bool
 }
 
@@ -269,7 +270,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, write int, cancel
 		}
 		s.q.waiting = true
 		if write > maxSmallPayload {
-			w.sched.markBulk(s.q)
+			w.sched.markBulk(s)
 		}
 		flushed := s.wait()
 		w.mu.Unlock()
@@ -287,7 +288,7 @@ func (w *writer) send(s *streamSend, h header, payload []byte, write int, cancel
 		w.mu.Lock()
 	}
 	w.sched.push(s, h, payload)
-	w.sched.noteWrite(s.q, write)
+	w.sched.noteWrite(s, write)
 	w.signal()
 	w.mu.Unlock()
 	return nil
@@ -366,7 +367,7 @@ func (w *writer) sendSmall(s *streamSend, id uint32, payload []byte) (ok bool, e
 		}
 	}
 	w.sched.push(s, h, payload)
-	w.sched.noteWrite(s.q, len(payload))
+	w.sched.noteWrite(s, len(payload))
 	w.signal()
 	return true, nil
 }

@@ -27,7 +27,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if w.parallel && w.cork.active() {
 		w.bulkOnly = w.bulkOnlyLocked(scale)
 	}
-	beside := w.copyBulkBeside(lone)
+	beside := w.copyBulkBeside()
 	w.sched.smallBeside = beside
 	w.bound.setBudget(w.path.leastRTT(), w.writev && !lone && !w.parallel, scale, loneMarkers)
 	// The least room the next frames can use, for needMarker: a lone
@@ -63,18 +63,19 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 }
 
 // copyBulkBeside tells whether the next frames are bulk sent by copy
-// (sendQueue.bulk) beside another stream's small frames: several streams
-// send, some bulk by copy, and a small copied frame of a stream that is
-// not (scheduler.takeSmallPushed) came within severalQuiet. Such bulk
-// leaves copySlack to the small frames (scheduler.bulkCopyRoom), and with
-// more than one P and no by-reference bulk beside it gets
-// sharedCopyInflight (sizeBudgetLocked). The clock is read only during
-// the quiet. mu held.
-func (w *writer) copyBulkBeside(lone bool) bool {
+// (sendQueue.bulk) beside small messages: some stream sends bulk by copy,
+// and a small message of another stream (scheduler.noteWrite) came
+// within severalQuiet. Such bulk leaves copySlack to the small messages
+// (scheduler.bulkCopyRoom), and with more than one P and no by-reference
+// bulk beside it gets sharedCopyInflight (sizeBudgetLocked). One bulk
+// stream counts as several do: between two small messages it sends alone,
+// and what it has in flight then is what the next one waits behind. The
+// clock is read only during the quiet. mu held.
+func (w *writer) copyBulkBeside() bool {
 	sc := &w.sched
 	if sc.takeSmallPushed() && sc.bulkQueued > 0 {
 		w.smallUntil = time.Now().Add(severalQuiet)
-		return !lone
+		return true
 	}
 	if w.smallUntil.IsZero() {
 		return false
@@ -83,7 +84,7 @@ func (w *writer) copyBulkBeside(lone bool) bool {
 		w.smallUntil = time.Time{}
 		return false
 	}
-	return !lone && sc.bulkQueued > 0
+	return sc.bulkQueued > 0
 }
 
 // bulkOnlyLocked tells whether the next batches, sized to scale budgets,

@@ -57,21 +57,24 @@ func BenchmarkNotificationSizes(b *testing.B) {
 // reference).
 var pingWrites = []int{4 << 10, 32 << 10}
 
-// BenchmarkPingPongSizes: BenchmarkPingPong's load=bulk (the 64 B round
-// trip beside 10 bulk streams) with the bulk streams writing pingWrites
-// bytes at a time instead of 64 KiB. One op is one round trip; reports
-// p50, p99 and the mean in µs and the bulk streams' MB/s.
+// BenchmarkPingPongSizes: BenchmarkPingPong's load=bulk and load=one-bulk
+// (the 64 B round trip beside 10 bulk streams, and beside one) with the
+// bulk streams writing pingWrites bytes at a time instead of 64 KiB. One
+// op is one round trip; reports p50, p99 and the mean in µs and the bulk
+// streams' MB/s.
 func BenchmarkPingPongSizes(b *testing.B) {
 	for _, t := range transports() {
-		for _, size := range pingWrites {
-			for _, c := range field() {
-				b.Run(fmt.Sprintf("net=%s/write=%dKiB/impl=%s", t.name, size>>10, c.Name), func(b *testing.B) {
-					r, err := slowdown.PingPongBesideWrites(context.Background(), t.over(c), b.N, bulkNeighbours, size, pingPongMaxTime)
-					if err != nil {
-						b.Fatal(err)
-					}
-					reportPing(b, r, true)
-				})
+		for _, neighbours := range []int{bulkNeighbours, 1} {
+			for _, size := range pingWrites {
+				for _, c := range field() {
+					b.Run(fmt.Sprintf("net=%s/streams=%d/write=%dKiB/impl=%s", t.name, neighbours, size>>10, c.Name), func(b *testing.B) {
+						r, err := slowdown.PingPongBesideWrites(context.Background(), t.over(c), b.N, neighbours, size, pingPongMaxTime)
+						if err != nil {
+							b.Fatal(err)
+						}
+						reportPing(b, r, true)
+					})
+				}
 			}
 		}
 	}
