@@ -12,6 +12,16 @@ import (
 // KiB Writes, which the writer can't keep up with, beside another
 // stream's small frames.
 
+// copyCeiling is the budget of bulk by copy beside small messages with
+// more than one P: sharedCopyInflight with writev, else
+// sharedCopyDecryptInflight.
+func copyCeiling(writev bool) int {
+	if writev {
+		return sharedCopyInflight
+	}
+	return sharedCopyDecryptInflight
+}
+
 // pushWrite queues a copied frame of n bytes of a Write of write bytes on
 // s, as send does.
 func pushWrite(w *writer, s *streamSend, id uint32, n, write int) {
@@ -39,7 +49,8 @@ func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*wr
 // TestWriterCopiedBulkBesideSmallFrames: from another stream's small frame
 // on, for severalQuiet, copied bulk leaves copySlack to small frames
 // (scheduler.smallBeside), and with more than one P gets
-// sharedCopyInflight, minInflight before and after; never at one P,
+// sharedCopyInflight (sharedCopyDecryptInflight without writev),
+// minInflight before and after; never at one P,
 // beside by-reference bulk, or on a link (a budget the path's rate
 // sizes).
 func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
@@ -52,13 +63,13 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 		var small streamSend
 		pushWrite(w, &small, 99, 64, 64)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: a small frame beside it", writev)
+		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: a small frame beside it", writev)
 		require.True(t, w.sched.smallBeside, "writev %v: copySlack left to the small frames", writev)
-		require.Equal(t, sharedCopyInflight/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
+		require.Equal(t, copyCeiling(writev)/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
 		require.Greater(t, time.Until(w.smallUntil), severalQuiet-time.Second/10, "writev %v: the quiet is severalQuiet", writev)
 		w.sched.drop(&small)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: within severalQuiet of the small frame", writev)
+		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: within severalQuiet of the small frame", writev)
 		w.smallUntil = time.Now() // the quiet is over
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, minInflight, w.bound.budget, "writev %v: severalQuiet after the small frame", writev)
@@ -105,10 +116,10 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 		w.sched.noteWrite(&ping, 64) // queued, and taken
 		require.False(t, w.sched.cutsAtRoom(), "writev %v: one stream in the ring", writev)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: one bulk stream within severalQuiet of a small message", writev)
+		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: one bulk stream within severalQuiet of a small message", writev)
 		require.True(t, w.sched.smallBeside, "writev %v: one bulk stream leaves copySlack", writev)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: and at the next batch, within the quiet", writev)
+		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: and at the next batch, within the quiet", writev)
 		w.stopMarkerTimer()
 	}
 
@@ -164,14 +175,16 @@ func TestWriterParksWithOnlyCopiedBulkHeld(t *testing.T) {
 }
 
 // TestSendMarksBulk: a Write that waits for room in its stream's queue
-// marks the queue bulk when it is larger than maxSmallPayload (a
-// bufio.Writer's 4 KiB), not when it is a small message (100 streams of
-// 64 B Writes wait for room too, and stay small writers).
+// marks the stream bulk when it is a copied Write larger than
+// maxSmallPayload (a bufio.Writer's 4 KiB), not when it is a small
+// message (100 streams of 64 B Writes wait for room too, and stay small
+// writers), nor when it is the rest of a Write of refThreshold or more
+// that its credit cut to a copied frame (the stream sends by reference).
 func TestSendMarksBulk(t *testing.T) {
 	for _, c := range []struct {
 		size int
 		bulk bool
-	}{{64, false}, {maxSmallPayload, false}, {maxSmallPayload + 1, true}, {4096, true}} {
+	}{{64, false}, {maxSmallPayload, false}, {maxSmallPayload + 1, true}, {4096, true}, {refThreshold - 1, true}, {refThreshold, false}, {64 << 10, false}} {
 		w := &writer{codec: yamuxCodec{}, maxBatch: DefaultMaxBatchBytes, sched: newScheduler(yamuxCodec{}, DefaultMaxBatchBytes)}
 		var s streamSend
 		h := header{typ: typeData, streamID: 1, length: uint32(c.size)}

@@ -186,8 +186,16 @@ const (
 	// 117-121. In the same hour smux's p50 was 151-158 µs over TCP and
 	// 100-111 over TLS, the best other's bulk 641-737 and 550-577 MB/s
 	// (go-yamux): 64 KiB keeps the bulk above 0.9x the best other's
-	// (docs/design.md, "Bulk sent by copy beside small messages").
+	// (docs/design.md, "Bulk sent by copy beside small messages"). On a
+	// conn without writev (TLS, noise) sharedCopyDecryptInflight.
 	sharedCopyInflight = 64 * 1024
+	// sharedCopyDecryptInflight is sharedCopyInflight on a conn without
+	// writev: 128 KiB. There 64 KiB bought the ping little of its p50
+	// (120-128 µs against 155-161) for a third of the bulk, and in a later
+	// set of three rounds the bulk fell to 0.73x go-yamux's (431 against
+	// 587 MB/s), under target 1's 0.8x; 128 KiB halves the p99 (418-494
+	// against 742-870 µs) for 13 % of the bulk (705-756 MB/s).
+	sharedCopyDecryptInflight = 128 * 1024
 	// sharedLookBatch bounds a batch's bytes of by-reference frames where
 	// sharedLookInflight applies (several streams send by reference, and
 	// the writer looks at the socket after its bulk batches): three whole
