@@ -12,16 +12,6 @@ import (
 // KiB Writes, which the writer can't keep up with, beside another
 // stream's small frames.
 
-// copyCeiling is the budget of bulk by copy beside small messages with
-// more than one P: sharedCopyInflight with writev, else
-// sharedCopyDecryptInflight.
-func copyCeiling(writev bool) int {
-	if writev {
-		return sharedCopyInflight
-	}
-	return sharedCopyDecryptInflight
-}
-
 // pushWrite queues a copied frame of n bytes of a Write of write bytes on
 // s, as send does.
 func pushWrite(w *writer, s *streamSend, id uint32, n, write int) {
@@ -49,8 +39,7 @@ func copyBulkWriter(t *testing.T, writev, parallel bool, rtt time.Duration) (*wr
 // TestWriterCopiedBulkBesideSmallFrames: from another stream's small frame
 // on, for severalQuiet, copied bulk leaves copySlack to small frames
 // (scheduler.smallBeside), and with more than one P gets
-// sharedCopyInflight (sharedCopyDecryptInflight without writev),
-// minInflight before and after; never at one P,
+// sharedCopyInflight, minInflight before and after; never at one P,
 // beside by-reference bulk, or on a link (a budget the path's rate
 // sizes).
 func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
@@ -63,13 +52,13 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 		var small streamSend
 		pushWrite(w, &small, 99, 64, 64)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: a small frame beside it", writev)
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: a small frame beside it", writev)
 		require.True(t, w.sched.smallBeside, "writev %v: copySlack left to the small frames", writev)
-		require.Equal(t, copyCeiling(writev)/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
+		require.Equal(t, sharedCopyInflight/markersPerBudget, w.bound.markerEvery(), "writev %v: its markers", writev)
 		require.Greater(t, time.Until(w.smallUntil), severalQuiet-time.Second/10, "writev %v: the quiet is severalQuiet", writev)
 		w.sched.drop(&small)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: within severalQuiet of the small frame", writev)
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: within severalQuiet of the small frame", writev)
 		w.smallUntil = time.Now() // the quiet is over
 		require.True(t, w.hasWorkLocked())
 		require.Equal(t, minInflight, w.bound.budget, "writev %v: severalQuiet after the small frame", writev)
@@ -116,10 +105,10 @@ func TestWriterCopiedBulkBesideSmallFrames(t *testing.T) {
 		w.sched.noteWrite(&ping, 64) // queued, and taken
 		require.False(t, w.sched.cutsAtRoom(), "writev %v: one stream in the ring", writev)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: one bulk stream within severalQuiet of a small message", writev)
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: one bulk stream within severalQuiet of a small message", writev)
 		require.True(t, w.sched.smallBeside, "writev %v: one bulk stream leaves copySlack", writev)
 		require.True(t, w.hasWorkLocked())
-		require.Equal(t, copyCeiling(writev), w.bound.budget, "writev %v: and at the next batch, within the quiet", writev)
+		require.Equal(t, sharedCopyInflight, w.bound.budget, "writev %v: and at the next batch, within the quiet", writev)
 		w.stopMarkerTimer()
 	}
 

@@ -171,14 +171,13 @@ const (
 	// alternating rounds): p50 181 against 191 µs, bulk 968 against 808
 	// MB/s. Six frames without the look: p50 x1.34, bulk x1.11.
 	sharedLookInflight = 6 * 64 * 1024
-	// sharedCopyInflight is the most budget while several streams send
-	// bulk by copy (sendQueue.bulk: Writes under refThreshold, as a
-	// bufio.Writer's 4 KiB) and no stream by reference, with more than one
-	// P, beside another stream's small frames (writer.copyBulkBeside). A
-	// small frame waits behind the budget at the rate the peer takes the
-	// bulk, and copied bulk, a frame per few KiB, goes slower than a 64
-	// KiB frame: at minInflight the ping beside 10 streams of 4 KiB
-	// Writes waited longer than smux's. Measured (AMD EPYC VM,
+	// sharedCopyInflight is the most budget while streams send bulk by
+	// copy (streamSend.bulk: Writes under refThreshold, as a
+	// bufio.Writer's 4 KiB) and none by reference, with more than one P,
+	// beside another stream's small messages (writer.copyBulkBeside).
+	// Copied bulk keeps the budget full, and a small message waits behind
+	// all of it: at minInflight the ping beside 10 streams of 4 KiB Writes
+	// waited longer than smux's. Measured (AMD EPYC VM,
 	// GOMAXPROCS 2, two interleaved rounds; bulk MB/s, p50 µs): TCP
 	// minInflight 1,502-1,540 and 110-120, 128 KiB 1,387-1,405 and 89-90,
 	// 64 KiB 984-997 and 63-64, 48 KiB 706-785 and 55-67; TLS 818-868
@@ -186,16 +185,15 @@ const (
 	// 117-121. In the same hour smux's p50 was 151-158 µs over TCP and
 	// 100-111 over TLS, the best other's bulk 641-737 and 550-577 MB/s
 	// (go-yamux): 64 KiB keeps the bulk above 0.9x the best other's
-	// (docs/design.md, "Bulk sent by copy beside small messages"). On a
-	// conn without writev (TLS, noise) sharedCopyDecryptInflight.
+	// (docs/design.md, "Bulk sent by copy beside small messages"). Over
+	// TLS the same size for both: 96 and 128 KiB, paired against 64 (6
+	// pairs each, ten and one streams of 4 KiB Writes), traded in
+	// proportion, bulk x1.03-1.15 and x1.15-1.31 for p50 x1.20-1.31 and
+	// x1.11-1.30, p99 x1.35-2.24 and x1.49-2.10; over TLS the p50 stays
+	// above smux's at every size measured, and at 64 KiB the bulk beside
+	// ten streams' ping measured 0.73x and 1.15x the best other's in two
+	// sets of three rounds.
 	sharedCopyInflight = 64 * 1024
-	// sharedCopyDecryptInflight is sharedCopyInflight on a conn without
-	// writev: 128 KiB. There 64 KiB bought the ping little of its p50
-	// (120-128 µs against 155-161) for a third of the bulk, and in a later
-	// set of three rounds the bulk fell to 0.73x go-yamux's (431 against
-	// 587 MB/s), under target 1's 0.8x; 128 KiB halves the p99 (418-494
-	// against 742-870 µs) for 13 % of the bulk (705-756 MB/s).
-	sharedCopyDecryptInflight = 128 * 1024
 	// sharedLookBatch bounds a batch's bytes of by-reference frames where
 	// sharedLookInflight applies (several streams send by reference, and
 	// the writer looks at the socket after its bulk batches): three whole

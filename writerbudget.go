@@ -57,12 +57,8 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 	if floor > 0 {
 		w.bound.floor(floor, floorMarkers)
 	}
-	if beside && w.sched.refStreams(1) == 0 { // bulk by copy alone beside small messages
-		if w.writev {
-			w.bound.ceil(sharedCopyInflight)
-		} else {
-			w.bound.ceil(sharedCopyDecryptInflight)
-		}
+	if beside && w.sched.refStreams(1) == 0 {
+		w.bound.ceil(sharedCopyInflight) // bulk by copy alone beside small messages
 	}
 }
 
