@@ -35,7 +35,7 @@ type scheduler struct {
 	ringSpare   []*streamSend // the ring's other buffer, swapped per batch
 	freeQueues  []*sendQueue  // empty send queues kept for reuse
 	queued      int           // copied stream bytes queued in all streams
-	bulkQueued  int           // of queued, the bytes of bulk queues (sendQueue.bulk)
+	bulkQueued  int           // of queued, the bytes of streams that send bulk by copy (streamSend.bulk)
 	smallPushed bool          // a small message was queued since takeSmallPushed (noteWrite)
 	smallBeside bool          // small messages came beside bulk by copy within severalQuiet (writer.copyBulkBeside): bulkCopyRoom
 	merge       bool          // a small frame may join its stream's last queued one (push): mergeSmallFrames
@@ -179,7 +179,7 @@ func (sc *scheduler) copyRoom() int {
 }
 
 // bulkCopyRoom is how far beyond the in-flight budget the copied frames
-// of bulk queues (sendQueue.bulk: bulk sent by copy) may go: none while
+// of streams that send bulk by copy (streamSend.bulk) may go: none while
 // small messages come beside them (smallBeside), so that copySlack stays
 // for those, as by-reference frames beside them leave it; elsewhere as
 // far as any copied frame (copyRoom): bulk streams with no small message
@@ -231,7 +231,6 @@ func (sc *scheduler) add(s *streamSend) {
 	} else {
 		s.q = new(sendQueue)
 	}
-	s.q.bulk = s.bulk // empty: nothing to count
 	sc.ring = append(sc.ring, s)
 }
 
@@ -242,7 +241,7 @@ func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 	sc.noteCopied(h.streamID)
 	sc.add(s)
 	if sc.merge && s.q.extend(sc.codec, h, payload, sc.mergeLimit()) {
-		sc.count(s.q, len(payload))
+		sc.count(s, len(payload))
 		return
 	}
 	// The frame's real size, not headerSize and the payload: take
@@ -250,26 +249,28 @@ func (sc *scheduler) push(s *streamSend, h header, payload []byte) {
 	// counting headerSize made queued grow by the difference with every
 	// frame, for the session's life (CoalesceDelay's wait, which looks at
 	// queued, then stopped: TestMplexQueuedBytesBalance).
-	sc.count(s.q, s.q.push(sc.codec, h, payload))
+	sc.count(s, s.q.push(sc.codec, h, payload))
 }
 
-// count adds n copied bytes queued on q (taken or dropped: negative) to
-// queued, and to bulkQueued if q is bulk.
-func (sc *scheduler) count(q *sendQueue, n int) {
+// count adds n copied bytes queued by s (taken or dropped: negative) to
+// queued, and to bulkQueued if s sends bulk by copy.
+func (sc *scheduler) count(s *streamSend, n int) {
 	sc.queued += n
-	if q.bulk {
+	if s.bulk {
 		sc.bulkQueued += n
 	}
 }
 
-// markBulk marks s and its queue bulk (a Write of more than
-// maxSmallPayload waits for room in it), the queue's bytes so far with
-// it.
+// markBulk marks s as sending bulk by copy (a copied Write of more than
+// maxSmallPayload waits for room in its queue), its bytes queued so far
+// with it.
 func (sc *scheduler) markBulk(s *streamSend) {
+	if s.bulk {
+		return
+	}
 	s.bulk = true
-	if q := s.q; q != nil && !q.bulk {
-		q.bulk = true
-		sc.bulkQueued += q.pending()
+	if s.q != nil {
+		sc.bulkQueued += s.q.pending()
 	}
 }
 
@@ -353,7 +354,7 @@ func (sc *scheduler) detach(s *streamSend) {
 		h.length = uint32(n)
 		hdr, hn := sc.codec.encodeData(h)
 		s.q.pushEncoded(hdr[:hn], r.rest[:n])
-		sc.count(s.q, hn+n)
+		sc.count(s, hn+n)
 		r.rest = r.rest[n:]
 		r.h.flags = 0
 	}
@@ -369,7 +370,7 @@ func (sc *scheduler) drop(s *streamSend) {
 	if q == nil {
 		return
 	}
-	sc.count(q, -q.pending())
+	sc.count(s, -q.pending())
 	q.discard()
 	s.abandonRef(ErrStreamReset)
 	s.notify()
@@ -438,7 +439,7 @@ func (sc *scheduler) take(b *batch, refLimit, bulkLimit, limit int) {
 					full = true
 					break
 				}
-				if q.bulk && (size >= bulkLimit || size > 0 && size+n > bulkLimit) {
+				if s.bulk && (size >= bulkLimit || size > 0 && size+n > bulkLimit) {
 					// Bulk by copy stops at the budget, so that
 					// copySlack stays for small frames; what is
 					// left of the pass's credit is not kept.
@@ -450,7 +451,7 @@ func (sc *scheduler) take(b *batch, refLimit, bulkLimit, limit int) {
 				q.head, q.endHead = end, q.endHead+1
 				q.deficit -= n
 				size += n
-				sc.count(q, -n)
+				sc.count(s, -n)
 				progress = true
 			}
 			for q.endHead == len(q.ends) && q.hasRef {

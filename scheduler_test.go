@@ -16,7 +16,7 @@ type schedPush struct {
 	stream int   // index into the case's streams
 	frames []int // copied frames, in wire bytes
 	ref    int   // then a by-reference write of this many payload bytes
-	bulk   bool  // then the queue is bulk (a Write of more than maxSmallPayload waited for room)
+	bulk   bool  // then the stream sends bulk by copy (a copied Write of more than maxSmallPayload waited for room)
 }
 
 // schedStep is one batch: what is queued or dropped before it, the
@@ -269,7 +269,7 @@ func TestScheduler(t *testing.T) {
 						}
 					}
 					queued += s.q.pending()
-					if s.q.bulk {
+					if s.bulk {
 						bulkQueued += s.q.pending()
 					}
 				}

@@ -53,7 +53,7 @@ type streamSend struct {
 	dropped     bool          // reset: the writer takes no more of its frames
 	window      uint32        // send credit: the bytes the peer's window still lets us send (yamux)
 	direct      bool          // a small Write may go by sendSmall, under writer.mu alone (see setDirect)
-	bulk        bool          // sends bulk by copy: a Write of more than maxSmallPayload waited for room (scheduler.markBulk); never cleared: its queues start bulk, its small Writes are no small messages (noteWrite)
+	bulk        bool          // sends bulk by copy: a copied Write of more than maxSmallPayload waited for room (send, scheduler.markBulk); never cleared. Its copied frames count in bulkQueued and stop at the budget beside small messages (take, bulkCopyRoom); its small Writes are no small messages (noteWrite)
 	deadline    atomic.Int64  // the stream's write deadline in Unix nanoseconds, 0 for none (setWriteDeadline, blockingWriteAllowed)
 }
 
@@ -116,13 +116,6 @@ type sendQueue struct {
 	deficit int  // deficit round robin credit, in bytes
 	resume  bool // its turn was cut by the end of a batch: it goes on in the next (scheduler.take)
 	waiting bool // the stream waits for the queue to shrink
-	// bulk: the queue's stream sends bulk by copy (streamSend.bulk: a
-	// Write of more than maxSmallPayload waited for room, as a
-	// bufio.Writer's 4 KiB do; the stream writes faster than the writer
-	// takes). Beside small messages its copied frames stop at the
-	// in-flight budget and leave copySlack to them (scheduler.take,
-	// bulkCopyRoom).
-	bulk bool
 }
 
 // pending returns the copied bytes not taken yet.

@@ -63,7 +63,7 @@ func (w *writer) sizeBudgetLocked(lone bool) {
 }
 
 // copyBulkBeside tells whether the next frames are bulk sent by copy
-// (sendQueue.bulk) beside small messages: some stream sends bulk by copy,
+// (streamSend.bulk) beside small messages: some stream sends bulk by copy,
 // and a small message of another stream (scheduler.noteWrite) came
 // within severalQuiet. Such bulk leaves copySlack to the small messages
 // (scheduler.bulkCopyRoom), and with more than one P and no by-reference
